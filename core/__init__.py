@@ -1,0 +1,52 @@
+"""openprogram: one session context for agent frameworks.
+
+An agent runs inside a session — a durable, resumable record of every call it
+made, kept as a call DAG. ``session_context`` installs the session;
+``@tool`` and the framework adapters (``instrument()``) record into it.
+"""
+
+from __future__ import annotations
+
+from ._capture import Limits, set_limits
+from ._context import SessionHandle, current_call_id, get_current_session, require_current_session
+from ._ids import InvalidSessionId
+from ._instrument import DidNotEnable, instrument, instrumented, uninstrument
+from ._propagation import ContextThreadPoolExecutor, propagate
+from ._recorder import call_scope
+from ._session import configure, export_context, implicit_session, run_with_session, session_context
+from ._tool import tool
+from ._writer import flush, flush_async
+from .stores import CallRecord, SessionInfo, Store, StoreError, open_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CallRecord",
+    "ContextThreadPoolExecutor",
+    "DidNotEnable",
+    "InvalidSessionId",
+    "Limits",
+    "SessionHandle",
+    "SessionInfo",
+    "Store",
+    "StoreError",
+    "__version__",
+    "call_scope",
+    "configure",
+    "current_call_id",
+    "export_context",
+    "flush",
+    "flush_async",
+    "get_current_session",
+    "implicit_session",
+    "instrument",
+    "instrumented",
+    "open_store",
+    "propagate",
+    "require_current_session",
+    "run_with_session",
+    "session_context",
+    "set_limits",
+    "tool",
+    "uninstrument",
+]

@@ -1,0 +1,207 @@
+"""The ``openprogram`` command: ``sessions``, ``show``, ``demo``, ``import``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import logging
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TextIO
+
+from ._ids import InvalidSessionId, validate_session_id
+from .stores import CallRecord, Store, StoreError, open_store, safe_url
+
+__all__ = ["main", "render_tree"]
+
+#: Runs of more than this many alike siblings (same kind, name and status) are collapsed.
+COLLAPSE_AFTER = 3
+#: ``show`` draws at most this many lines before summarising the rest.
+MAX_LINES = 2000
+
+
+def _when(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(call: CallRecord) -> str:
+    d = call.duration
+    if d is None:
+        return "-"
+    return f"{d * 1000:.1f}ms" if d < 1 else f"{d:.2f}s"
+
+
+def _label(call: CallRecord) -> str:
+    fw = f" ({call.framework})" if call.framework else ""
+    text = f"{call.kind} {call.name}{fw} [{call.status}] {_duration(call)}"
+    if call.error:
+        text += f"  !! {call.error.splitlines()[0][:200] if call.error.strip() else call.error}"
+    return text
+
+
+def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_LINES) -> int:
+    """Draw the call tree; runs of alike siblings collapse into one line. Returns lines drawn."""
+    children: dict[str | None, list[CallRecord]] = {}
+    ids: set[str] = set()
+    ordered: list[CallRecord] = []
+    for call in calls:
+        ordered.append(call)
+        ids.add(call.call_id)
+    for call in ordered:
+        parent = call.parent_id if call.parent_id in ids else None
+        children.setdefault(parent, []).append(call)
+    lines = 0
+    stack: list[tuple[CallRecord | str, str, bool]] = []
+
+    def push_children(parent: str | None, prefix: str) -> None:
+        kids = children.get(parent, [])
+        groups: list[CallRecord | str] = []
+        i = 0
+        while i < len(kids):
+            j = i
+            key = (kids[i].kind, kids[i].name, kids[i].status)
+            while j + 1 < len(kids) and (kids[j + 1].kind, kids[j + 1].name, kids[j + 1].status) == key:
+                j += 1
+            run = j - i + 1
+            if run > COLLAPSE_AFTER:
+                groups.extend(kids[i : i + 2])
+                hidden = kids[i + 2 : j + 1]
+                total = sum(c.duration or 0.0 for c in hidden)
+                below = sum(_count(children, c.call_id) for c in hidden)
+                note = f", {below} nested calls" if below else ""
+                groups.append(f"... {len(hidden)} more {key[0]} {key[1]} [{key[2]}] ({total * 1000:.1f}ms in all{note})")
+            else:
+                groups.extend(kids[i : j + 1])
+            i = j + 1
+        for n in range(len(groups) - 1, -1, -1):
+            stack.append((groups[n], prefix, n == len(groups) - 1))
+
+    push_children(None, "")
+    while stack:
+        item, prefix, last = stack.pop()
+        if lines >= max_lines:
+            remaining = 1 + len(stack)
+            out.write(f"... output stopped after {max_lines} lines ({remaining}+ more entries); use --json for all\n")
+            lines += 1
+            break
+        branch = "`-- " if last else "|-- "
+        if isinstance(item, str):
+            out.write(f"{prefix}{branch}{item}\n")
+        else:
+            out.write(f"{prefix}{branch}{_label(item)}\n")
+            push_children(item.call_id, prefix + ("    " if last else "|   "))
+        lines += 1
+    return lines
+
+
+def _count(children: dict[str | None, list[CallRecord]], call_id: str) -> int:
+    total, todo = 0, [call_id]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        total += len(kids)
+        todo.extend(c.call_id for c in kids)
+    return total
+
+
+def _stream_json(store: Store, session_id: str, out: TextIO) -> None:
+    info = store.get_session(session_id)
+    head = {} if info is None else {"session_id": info.session_id, "agent_id": info.agent_id,
+                                    "created_at": info.created_at, "updated_at": info.updated_at}  # fmt: skip
+    out.write('{"session": ' + json.dumps(head) + ', "calls": [')
+    first = True
+    for call in store.iter_calls(session_id):
+        out.write(("\n" if first else ",\n") + json.dumps(call.to_dict()))
+        first = False
+    out.write("\n]}\n")
+
+
+def _cmd_sessions(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    sessions = store.list_sessions(limit=args.limit)
+    if args.json:
+        out.write(json.dumps([vars(s) for s in sessions], indent=1) + "\n")
+        return 0
+    if not sessions:
+        out.write(f"no sessions in {store.url}\n")
+        return 0
+    out.write(f"{'SESSION':<34} {'AGENT':<12} {'CALLS':>7}  {'CREATED':<19}  UPDATED\n")
+    for s in sessions:
+        out.write(f"{s.session_id:<34} {s.agent_id:<12} {s.call_count:>7}  {_when(s.created_at)}  "
+                  f"{_when(s.updated_at)}\n")  # fmt: skip
+    return 0
+
+
+def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    session_id = validate_session_id(args.session_id)
+    info = store.get_session(session_id)
+    if info is None:
+        sys.stderr.write(f"openprogram: no session {session_id!r} in {store.url}\n"
+                         "  (list them with `openprogram sessions`)\n")  # fmt: skip
+        return 1
+    if args.json:
+        _stream_json(store, session_id, out)
+        return 0
+    out.write(f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls  "
+              f"created {_when(info.created_at)}  updated {_when(info.updated_at)}\n")  # fmt: skip
+    render_tree(store.iter_calls(session_id), out, max_lines=args.max_lines)
+    return 0
+
+
+def _cmd_demo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ._demo import run_demo
+
+    if args.session is not None:
+        validate_session_id(args.session)
+    return run_demo(store, args.session, out)
+
+
+def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ._spill import load_spill
+
+    written = load_spill(args.file, store)
+    out.write(f"imported {written} records from {args.file} into {store.url}\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openprogram", description="Sessions recorded by openprogram.")
+    parser.add_argument("--store", help="store URL (default: $OPENPROGRAM_STORE or $OPENPROGRAM_HOME/sessions.db)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sessions", help="list sessions, most recent first")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("show", help="draw the call tree of a session")
+    p.add_argument("session_id")
+    p.add_argument("--json", action="store_true", help="stream every call as JSON")
+    p.add_argument("--max-lines", type=int, default=MAX_LINES)
+    p = sub.add_parser("demo", help="run the offline demo agents and record them")
+    p.add_argument("--session", help="continue this session (append a turn)")
+    p = sub.add_parser("import", help="load records spilled while a store was unavailable")
+    p.add_argument("file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    out = out or sys.stdout
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")  # fmt: skip
+    commands = {"sessions": _cmd_sessions, "show": _cmd_show, "demo": _cmd_demo, "import": _cmd_import}
+    try:
+        store = open_store(args.store)
+        return commands[args.command](store, args, out)
+    except InvalidSessionId as exc:
+        sys.stderr.write(f"openprogram: {exc}\n")
+        return 2
+    except StoreError as exc:
+        sys.stderr.write(f"openprogram: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        target = safe_url(args.store) if args.store else "the store"
+        sys.stderr.write(f"openprogram: {exc} ({target})\n")
+        return 1
+

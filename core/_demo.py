@@ -1,0 +1,75 @@
+"""``openprogram demo``: offline agents on every installed framework, recorded in one session."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from ._instrument import INTEGRATIONS, instrument
+from ._propagation import ContextThreadPoolExecutor
+from ._session import session_context
+from ._tool import tool
+from ._writer import flush
+from .stores import Store
+
+__all__ = ["run_demo"]
+
+#: framework name -> module with ``run_demo(emit)``; run inside the demo's session.
+DEMOS = {name: f"openprogram.integrations.{name}_demo" for name in INTEGRATIONS}
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up in a tiny offline encyclopedia."""
+    facts = {"sessions": "sessions are durable records of an agent's calls",
+             "context": "context variables follow threads and tasks when copied",
+             "durable": "durable means on disk before flush() returns",
+             "variables": "variables in a ContextVar are per task"}  # fmt: skip
+    return facts.get(topic, f"nothing known about {topic}")
+
+
+@tool
+async def fetch(topic: str) -> str:
+    """Pretend to fetch a page about ``topic`` (async)."""
+    await asyncio.sleep(0.001)
+    return lookup(topic)
+
+
+@tool
+def summarize(notes: list[str]) -> str:
+    """Summarise notes, double-checking each one in a worker thread."""
+    with ContextThreadPoolExecutor(max_workers=2) as pool:
+        checked = list(pool.map(lambda note: lookup(note.split()[-1]) if " " in note else note, notes))
+    return " / ".join(checked)
+
+
+@tool
+async def research(question: str) -> str:
+    """The plain-Python agent: concurrent async fetches, then a threaded summary."""
+    pages = await asyncio.gather(*(fetch(t) for t in ("sessions", "context")))
+    return await asyncio.to_thread(summarize, pages)
+
+
+def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
+    """Run every available demo in one session; print its id and how to continue it."""
+    emit: Callable[[str], None] = lambda line: out.write(line + "\n")  # noqa: E731
+    enabled = instrument()
+    started = time.perf_counter()
+    with session_context(session_id, store=store, runtime="cli-demo") as handle:
+        emit(f"{'continuing' if not handle.created else 'new'} session {handle.session_id}, turn {handle.turn_id}")
+        answer = asyncio.run(research("what is a session?"))
+        emit(f"plain python: {answer}")
+        for name, module_name in DEMOS.items():
+            if name not in enabled:
+                emit(f"{name}: skipped (pip install 'openprogram[{INTEGRATIONS[name][1]}]')")
+                continue
+            module = importlib.import_module(module_name)
+            module.run_demo(emit)
+    flush()
+    emit(f"recorded in {store.url} ({time.perf_counter() - started:.2f}s)")
+    emit(f"see it:      openprogram show {handle.session_id}")
+    emit(f"continue it: openprogram demo --session {handle.session_id}")
+    return 0

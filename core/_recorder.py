@@ -1,0 +1,212 @@
+"""Recording calls: the primitives every wrapper and adapter uses.
+
+A call is begun (kept in :data:`_writer.inflight` and made the current call)
+and ended (its final record queued for the background writer). Adapters use
+:class:`call_scope`; ``@openprogram.tool`` inlines the same steps for speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextvars import Token
+from types import TracebackType
+from typing import Any
+
+from ._capture import ATOMIC_TYPES, PRECAPTURED, capture
+from ._context import SessionHandle, call_var, session_var
+from ._ids import new_call_id
+from ._writer import inflight, queue
+
+__all__ = ["begin_call", "call_scope", "describe_error", "end_call", "status_of"]
+
+logger = logging.getLogger("openprogram")
+
+_INTERRUPTING = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit, SystemExit)
+_MAX_ERROR = 4096
+
+
+def status_of(exc: BaseException | None) -> str:
+    """``ok``, ``interrupted`` (cancellation, Ctrl-C, generator close) or ``error``."""
+    if exc is None:
+        return "ok"
+    return "interrupted" if isinstance(exc, _INTERRUPTING) else "error"
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message``, bounded and never raising."""
+    try:
+        text = f"{type(exc).__qualname__}: {exc}"
+    except Exception:
+        text = f"{type(exc).__qualname__}: <str() failed>"
+    return text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "...[truncated]"
+
+
+def begin_call(
+    handle: SessionHandle,
+    parent_id: str | None,
+    kind: str,
+    name: str,
+    framework: str | None = None,
+    inputs: Any = None,
+    attributes: dict[str, Any] | None = None,
+    call_id: str | None = None,
+) -> tuple[Any, ...]:
+    """Record the start of a call and return its record (not yet made current).
+
+    ``inputs`` are captured now (a snapshot: later mutation does not change the record).
+    """
+    if call_id is None:
+        call_id = new_call_id()
+    if inputs is None:
+        names = None
+    else:
+        names, inputs = PRECAPTURED, capture(inputs)
+    rec = (call_id, handle, parent_id, kind, name, framework, names, inputs, None, attributes, time.time())
+    inflight[call_id] = rec
+    return rec
+
+
+def end_call(
+    rec: tuple[Any, ...],
+    exc: BaseException | None = None,
+    output: Any = None,
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    """Record the end of a call begun with :func:`begin_call` (idempotent)."""
+    if inflight.pop(rec[0], None) is None:
+        return
+    if attributes:
+        merged = dict(rec[9] or {})
+        merged.update(attributes)
+        rec = rec[:9] + (merged,) + rec[10:]
+    if output is not None and type(output) not in ATOMIC_TYPES:
+        output = capture(output)  # a snapshot, as for inputs
+    if exc is None:
+        queue.append(rec + ("ok", output, None, time.time()))
+    else:
+        queue.append(rec + (status_of(exc), output, describe_error(exc), time.time()))
+
+
+def _reset(var: Any, token: Token[Any]) -> None:
+    try:
+        var.reset(token)
+    except ValueError:
+        # Ended in another context (e.g. an async generator finalised by the loop):
+        # that context is gone, so there is nothing left to restore.
+        logger.debug("openprogram: context token reset from another context; ignored")
+
+
+class call_scope:
+    """Record one call around a block: ``with call_scope("node", "agent") as scope:``.
+
+    On entry the session is resolved (explicit ``session`` > the current one >
+    the no-session policy), the call is begun under the current call (or
+    ``parent_id``) and made current; on exit it is ended with the block's
+    outcome and the context is restored. Usable with ``with`` and ``async
+    with``. Exceptions always propagate unchanged. ``scope.recording`` is False
+    when the policy let the block run unrecorded.
+    """
+
+    __slots__ = ("kind", "name", "framework", "inputs", "attributes", "_session", "_parent",
+                 "output", "rec", "handle", "_tokens", "_extra")  # fmt: skip
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        *,
+        framework: str | None = None,
+        inputs: Any = None,
+        attributes: dict[str, Any] | None = None,
+        session: SessionHandle | None = None,
+        parent_id: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.framework = framework
+        self.inputs = inputs
+        self.attributes = attributes
+        self._session = session
+        self._parent = parent_id
+        self.output: Any = None
+        self.rec: tuple[Any, ...] | None = None
+        self.handle: SessionHandle | None = None
+        self._tokens: tuple[Token[Any], ...] = ()
+        self._extra: dict[str, Any] | None = None
+
+    @property
+    def recording(self) -> bool:
+        return self.rec is not None
+
+    @property
+    def call_id(self) -> str | None:
+        return None if self.rec is None else self.rec[0]
+
+    def set_output(self, value: Any) -> None:
+        """The value to record as this call's output."""
+        self.output = value
+
+    def set_attributes(self, **values: Any) -> None:
+        """Extra attributes recorded with the call's end (merged into its start attributes)."""
+        if self._extra is None:
+            self._extra = {}
+        self._extra.update(values)
+
+    def enter(self) -> call_scope:
+        """Begin the call (what ``__enter__`` does), for hook pairs that cannot use ``with``."""
+        try:
+            current = session_var.get()
+            handle = self._session or current
+            if handle is None:
+                from ._session import implicit_session
+
+                handle = implicit_session(f"{self.kind} {self.name!r}")
+                if handle is None:
+                    return self
+            if self._parent is not None:
+                parent = self._parent
+            elif current is handle or (current is not None and current.session_id == handle.session_id):
+                parent = call_var.get() or handle.root_call_id
+            else:
+                parent = handle.root_call_id
+            rec = begin_call(handle, parent, self.kind, self.name, self.framework, self.inputs, self.attributes)
+            self.rec, self.handle = rec, handle
+            if current is handle:
+                self._tokens = (call_var.set(rec[0]),)
+            else:
+                self._tokens = (call_var.set(rec[0]), session_var.set(handle))
+        except RuntimeError:
+            raise  # the "error" no-session policy, by the user's choice
+        except Exception:
+            logger.exception("openprogram: could not begin recording %s %r", self.kind, self.name)
+        return self
+
+    def exit(self, exc: BaseException | None = None) -> None:
+        """End the call (what ``__exit__`` does). Never raises."""
+        tokens, self._tokens = self._tokens, ()
+        if len(tokens) == 2:
+            _reset(session_var, tokens[1])
+        if tokens:
+            _reset(call_var, tokens[0])
+        rec = self.rec
+        if rec is not None:
+            try:
+                end_call(rec, exc, self.output, self._extra)
+            except Exception:
+                logger.exception("openprogram: could not record the end of %s %r", self.kind, self.name)
+
+    def __enter__(self) -> call_scope:
+        return self.enter()
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.exit(exc)
+
+    async def __aenter__(self) -> call_scope:
+        return self.enter()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.exit(exc)

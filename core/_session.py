@@ -1,0 +1,338 @@
+"""``session_context``: the one entry point that installs a session.
+
+Inside the block the session is current for every call in the same thread or
+task; on exit the context is restored exactly (even on exception,
+cancellation or generator close) and, for the outermost block, everything
+recorded is made durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from contextvars import Token
+from types import TracebackType
+from typing import Any
+
+from . import _writer
+from ._context import SessionHandle, call_var, session_var
+from ._ids import InvalidSessionId, new_call_id, new_session_id, validate_session_id
+from ._recorder import _reset, begin_call, end_call
+from .stores import Store, open_store
+
+__all__ = [
+    "ENV_PARENT_CALL",
+    "ENV_SESSION_ID",
+    "ENV_TURN_ID",
+    "configure",
+    "export_context",
+    "implicit_session",
+    "run_with_session",
+    "session_context",
+]
+
+logger = logging.getLogger("openprogram")
+
+ENV_SESSION_ID = "OPENPROGRAM_SESSION_ID"
+ENV_TURN_ID = "OPENPROGRAM_TURN_ID"
+ENV_PARENT_CALL = "OPENPROGRAM_PARENT_CALL"
+ENV_AGENT_ID = "OPENPROGRAM_AGENT_ID"
+ENV_NO_SESSION = "OPENPROGRAM_NO_SESSION"
+EXIT_FLUSH_TIMEOUT = 10.0
+_POLICIES = ("auto", "warn", "error")
+
+_known: set[tuple[int, str]] = set()  # (id(store), session_id) recorded by this process
+
+
+def _note_session(store: Store, session_id: str, agent_id: str, now: float) -> None:
+    _known.add((id(store), session_id))
+    _writer.enqueue([session_id, agent_id, now, now, store])
+
+
+def _exists(store: Store, session_id: str) -> bool:
+    if (id(store), session_id) in _known:
+        return True
+    try:
+        return store.session_exists(session_id)
+    except Exception as exc:  # an unusable store never stops the agent
+        logger.warning("openprogram: cannot check session %s in store %s: %s", session_id, store.url, exc)
+        return False
+
+
+class _Entry:
+    __slots__ = ("handle", "rec", "tokens", "outermost")
+
+    def __init__(self, handle: SessionHandle, rec: tuple[Any, ...], tokens: tuple[Token[Any], ...],
+                 outermost: bool) -> None:  # fmt: skip
+        self.handle, self.rec, self.tokens, self.outermost = handle, rec, tokens, outermost
+
+
+class session_context:
+    """Open (or continue) a session for the block, recording the entry as one ``turn`` call.
+
+    ``session_id=None`` creates a new session (its id is on the handle);
+    an existing id continues that session. ``store`` is a store from
+    :func:`openprogram.open_store` or a URL; by default the environment decides.
+    Works as ``with`` and ``async with``; one object may be entered repeatedly.
+    """
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        agent_id: str = "main",
+        turn_id: str | None = None,
+        runtime: Any = None,
+        store: Store | str | None = None,
+    ) -> None:
+        if session_id is not None:
+            validate_session_id(session_id)
+        if turn_id is not None:
+            validate_session_id(turn_id, what="turn id")
+        validate_session_id(agent_id, what="agent id")
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.turn_id = turn_id
+        self.runtime = runtime
+        self.store = store
+        self._entries: list[_Entry] = []
+
+    def _resolve(self) -> tuple[Store, str]:
+        return open_store(self.store), self.session_id or new_session_id()
+
+    def _install(self, store: Store, session_id: str, created: bool) -> SessionHandle:
+        _writer.ensure_started()
+        current = session_var.get()
+        now = time.time()
+        turn_id = self.turn_id or new_session_id()
+        _note_session(store, session_id, self.agent_id, now)
+        parent = call_var.get() if current is not None and current.session_id == session_id else None
+        inputs = None if self.runtime is None else {"runtime": self.runtime}
+        handle = SessionHandle(session_id, turn_id, self.runtime, created, self.agent_id, store, new_call_id())
+        rec = begin_call(handle, parent, "turn", self.agent_id, None, inputs, {"created": created},
+                         handle.root_call_id)  # fmt: skip
+        tokens = (session_var.set(handle), call_var.set(rec[0]))
+        self._entries.append(_Entry(handle, rec, tokens, current is None))
+        return handle
+
+    def _uninstall(self, exc: BaseException | None) -> _Entry:
+        entry = self._entries.pop()
+        _reset(call_var, entry.tokens[1])
+        _reset(session_var, entry.tokens[0])
+        try:
+            end_call(entry.rec, exc)
+        except Exception:
+            logger.exception("openprogram: could not record the end of turn %s", entry.handle.turn_id)
+        return entry
+
+    def __enter__(self) -> SessionHandle:
+        store, session_id = self._resolve()
+        created = self.session_id is None or not _exists(store, session_id)
+        return self._install(store, session_id, created)
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._uninstall(exc).outermost:
+            _writer.flush(EXIT_FLUSH_TIMEOUT)
+
+    async def __aenter__(self) -> SessionHandle:
+        store, session_id = self._resolve()
+        if self.session_id is None:
+            created = True
+        elif (id(store), session_id) in _known:
+            created = False
+        else:  # a store lookup may touch the network: keep it off the event loop
+            created = not await asyncio.get_running_loop().run_in_executor(None, _exists, store, session_id)
+        return self._install(store, session_id, created)
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._uninstall(exc).outermost:
+            try:
+                await asyncio.wait_for(_writer.flush_async(), EXIT_FLUSH_TIMEOUT)
+            except asyncio.TimeoutError:
+                logger.warning("openprogram: records of session %s are not durable yet", self.session_id)
+
+
+class run_with_session:
+    """Re-install an existing session handle for the block (``with`` or ``async with``).
+
+    For code that lost the context (a thread started without
+    :func:`openprogram.propagate`, a callback from a foreign library): calls
+    inside attach to the handle's session, under the current call when it
+    belongs to the same session, else under the handle's turn.
+    """
+
+    def __init__(self, handle: SessionHandle) -> None:
+        if not isinstance(handle, SessionHandle):
+            raise TypeError(f"run_with_session needs a SessionHandle, not {type(handle).__name__}")
+        self.handle = handle
+        self._tokens: list[tuple[Token[Any], ...]] = []
+
+    def __enter__(self) -> SessionHandle:
+        _writer.ensure_started()
+        current = session_var.get()
+        tokens: tuple[Token[Any], ...] = (session_var.set(self.handle),)
+        if current is None or current.session_id != self.handle.session_id or call_var.get() is None:
+            tokens += (call_var.set(self.handle.root_call_id),)
+        self._tokens.append(tokens)
+        return self.handle
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        tokens = self._tokens.pop()
+        if len(tokens) == 2:
+            _reset(call_var, tokens[1])
+        _reset(session_var, tokens[0])
+
+    async def __aenter__(self) -> SessionHandle:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(et, exc, tb)
+
+
+# --- crossing process boundaries ---------------------------------------------------
+
+
+def export_context(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment variables that let a child process join the current session.
+
+    Pass the result (merged into ``os.environ``) to ``subprocess``; calls the
+    child makes with no session open land in this session, under the call
+    running here now. Returns ``env`` (or a new dict) updated; unchanged when no
+    session is current.
+    """
+    out = dict(env) if env is not None else {}
+    handle = session_var.get()
+    if handle is None:
+        return out
+    out[ENV_SESSION_ID] = handle.session_id
+    out[ENV_TURN_ID] = handle.turn_id
+    out[ENV_PARENT_CALL] = call_var.get() or handle.root_call_id
+    out[ENV_AGENT_ID] = handle.agent_id
+    out["OPENPROGRAM_STORE"] = getattr(handle.store, "connect_url", handle.store.url)
+    _writer.flush()  # the parent's calls exist before the child's refer to them
+    return out
+
+
+def _from_environment() -> SessionHandle | None:
+    session_id = os.environ.get(ENV_SESSION_ID)
+    if not session_id:
+        return None
+    try:
+        validate_session_id(session_id)
+        turn_id = validate_session_id(os.environ.get(ENV_TURN_ID) or new_session_id(), what="turn id")
+    except InvalidSessionId as exc:
+        logger.warning("openprogram: ignoring %s from the environment: %s", ENV_SESSION_ID, exc)
+        return None
+    parent = os.environ.get(ENV_PARENT_CALL) or ""
+    agent_id = os.environ.get(ENV_AGENT_ID) or "main"
+    store = open_store()
+    _note_session(store, session_id, agent_id, time.time())
+    return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
+
+
+# --- calls made with no session open -----------------------------------------------
+
+_policy: str | None = None
+_implicit: SessionHandle | None = None
+_implicit_lock = threading.Lock()
+_implicit_rec: tuple[Any, ...] | None = None
+_warned = False
+
+
+def configure(*, no_session: str | None = None) -> None:
+    """Process-wide settings. ``no_session`` decides what a recorded call does with no session open:
+
+    - ``"auto"`` (default): join the session exported by a parent process, or open
+      one implicit session for this process, log its id once and record there
+      (see :func:`implicit_session`);
+    - ``"warn"``: run unrecorded and log one warning;
+    - ``"error"``: raise RuntimeError.
+
+    The ``OPENPROGRAM_NO_SESSION`` environment variable sets the default.
+    """
+    global _policy
+    if no_session is not None:
+        if no_session not in _POLICIES:
+            raise ValueError(f"no_session must be one of {', '.join(_POLICIES)}, not {no_session!r}")
+        _policy = no_session
+
+
+def _current_policy() -> str:
+    if _policy is not None:
+        return _policy
+    value = os.environ.get(ENV_NO_SESSION, "auto").strip().lower()
+    return value if value in _POLICIES else "auto"
+
+
+def implicit_session(entry: str | None = None) -> SessionHandle | None:
+    """The session used for calls made with no session open, per the policy.
+
+    With ``entry`` (what is about to run) it is created on first need; without,
+    it is only returned if it exists — so code can read the id that was logged.
+    """
+    global _implicit, _implicit_rec, _warned
+    if _implicit is not None or entry is None:
+        return _implicit
+    policy = _current_policy()
+    if policy == "error":
+        raise RuntimeError(
+            f"openprogram: {entry} ran with no session open (policy 'error'): wrap the entry point in "
+            "`openprogram.session_context(...)` or re-install a handle with `openprogram.run_with_session`"
+        )
+    if policy == "warn":
+        if not _warned:
+            _warned = True
+            logger.warning("openprogram: %s ran with no session open; it is not recorded "
+                           "(policy 'warn'; use openprogram.session_context)", entry)  # fmt: skip
+        return None
+    with _implicit_lock:
+        if _implicit is None:
+            handle = _from_environment()
+            if handle is not None:
+                logger.info("openprogram: joining session %s from the environment", handle.session_id)
+            else:
+                handle = _open_implicit(entry)
+            _implicit = handle
+    return _implicit
+
+
+def _open_implicit(entry: str) -> SessionHandle:
+    global _implicit_rec
+    _writer.ensure_started()
+    store = open_store()
+    session_id = new_session_id()
+    turn_id = new_session_id()
+    _note_session(store, session_id, "main", time.time())
+    handle = SessionHandle(session_id, turn_id, None, True, "main", store, new_call_id())
+    _implicit_rec = begin_call(handle, None, "turn", "main", None, None, {"implicit": True, "created": True},
+                               handle.root_call_id)  # fmt: skip
+    logger.warning(
+        "openprogram: %s ran with no session open; recording into new session %s "
+        "(see it with `openprogram show %s`; continue it with openprogram.session_context(%r))",
+        entry, session_id, session_id, session_id,
+    )  # fmt: skip
+    return handle
+
+
+def _close_implicit() -> None:
+    if _implicit_rec is not None:
+        end_call(_implicit_rec)
+
+
+def _forget_implicit_after_fork() -> None:
+    global _implicit, _implicit_rec, _implicit_lock
+    # A forked child keeps the parent's implicit session but not its open turn.
+    _implicit_rec = None
+    _implicit_lock = threading.Lock()
+
+
+_writer.exit_hooks.append(_close_implicit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_implicit_after_fork)

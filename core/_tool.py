@@ -1,0 +1,370 @@
+"""``@openprogram.tool``: record every call of a function as a ``tool`` call.
+
+The decorated function keeps its kind (sync, async, generator, async
+generator), name, docstring and signature — minus ``_session``, which callers
+may pass to choose the session explicitly and which never appears in
+``inspect.signature`` or ``__annotations__``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import AsyncGenerator, Callable, Generator
+from typing import Any, TypeVar, overload
+
+from ._capture import ATOMIC_TYPES, capture, capture_arguments
+from ._context import SessionHandle, call_var, session_var
+from ._ids import new_call_id
+from ._recorder import _reset, describe_error, status_of
+from ._writer import inflight, queue
+
+__all__ = ["tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MAX_YIELDS = 100
+
+
+@overload
+def tool(func: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+
+
+def tool(func: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Record each call of the decorated function as a ``tool`` call in the current session.
+
+    Use bare (``@tool``) or with a name (``@tool(name="search")``; the default
+    is ``__name__``). Pass ``_session=handle`` to record into a given session;
+    a function that declares a ``_session`` parameter receives the session in
+    use. The caller's exceptions pass through unchanged.
+    """
+    if func is None:
+        return functools.partial(_decorate, name=name)  # type: ignore[return-value]
+    return _decorate(func, name=name)
+
+
+def _decorate(func: F, name: str | None = None) -> F:
+    if not callable(func):
+        raise TypeError(f"@openprogram.tool needs a function, not {type(func).__name__}")
+    tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+    try:
+        signature: inspect.Signature | None = inspect.signature(func)
+    except (TypeError, ValueError):
+        signature = None
+    params = list(signature.parameters.values()) if signature is not None else []
+    accepts_session = any(p.name == "_session" for p in params)
+    names = tuple(
+        p.name for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "_session"
+    )  # fmt: skip
+    skip = 1 if names and names[0] in ("self", "cls") else 0
+    names = names[skip:]
+
+    if inspect.isasyncgenfunction(func):
+        wrapper: Callable[..., Any] = _async_generator_wrapper(func, tool_name, names, skip, accepts_session)
+    elif inspect.isgeneratorfunction(func):
+        wrapper = _generator_wrapper(func, tool_name, names, skip, accepts_session)
+    elif inspect.iscoroutinefunction(func):
+        wrapper = _async_wrapper(func, tool_name, names, skip, accepts_session)
+    else:
+        wrapper = _sync_wrapper(func, tool_name, names, skip, accepts_session)
+
+    functools.update_wrapper(wrapper, func)
+    # A new dict: the function's own __annotations__ is shared and must not change.
+    annotations = getattr(func, "__annotations__", None)
+    if isinstance(annotations, dict):
+        wrapper.__annotations__ = {k: v for k, v in annotations.items() if k != "_session"}
+    if signature is not None:
+        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[p for p in params if p.name != "_session"]
+        )
+    wrapper.__openprogram_tool__ = tool_name  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+def _snapshot(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Arguments as the writer will need them: by reference when immutable, else copied now."""
+    for value in args:
+        if type(value) not in ATOMIC_TYPES:
+            return capture_arguments(names, args, kwargs)
+    for value in kwargs.values():
+        if type(value) not in ATOMIC_TYPES:
+            return capture_arguments(names, args, kwargs)
+    return None
+
+
+def _start(
+    name: str, names: tuple[str, ...], skip: int, accepts_session: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], SessionHandle | None] | None:
+    """Resolve the session and begin the call; None when it must run unrecorded.
+
+    Returns the call record and, when the session var must be installed for the
+    call (an explicit or implicit session), the handle to install.
+    """
+    override = kwargs.pop("_session", None) if "_session" in kwargs else None
+    current = session_var.get()
+    if type(override) is SessionHandle:
+        handle: SessionHandle | None = override
+    else:  # absent, or sent by a model: the context decides
+        handle = current
+    if handle is None:
+        from ._session import implicit_session
+
+        handle = implicit_session(f"tool {name!r}")
+        if handle is None:
+            return None
+    if current is handle:
+        parent = call_var.get() or handle.root_call_id
+        install = None
+    else:
+        if current is not None and current.session_id == handle.session_id:
+            parent = call_var.get() or handle.root_call_id
+        else:
+            parent = handle.root_call_id
+        install = handle
+    call_args = args[skip:] if skip else args
+    snapshot = _snapshot(names, call_args, kwargs)
+    if accepts_session:
+        record_kwargs = dict(kwargs)
+        kwargs["_session"] = handle  # always overwrite, never setdefault
+    else:
+        record_kwargs = kwargs
+    call_id = new_call_id()
+    if snapshot is None:
+        rec = (call_id, handle, parent, "tool", name, None, names, call_args, record_kwargs, None, time.time())
+    else:
+        rec = (call_id, handle, parent, "tool", name, None, None, snapshot, None, None, time.time())
+    inflight[call_id] = rec
+    return rec, install
+
+
+def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> None:
+    if inflight.pop(rec[0], None) is None:
+        return
+    if exc is None:
+        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else capture(output), None, time.time()))
+    else:
+        queue.append(rec + (status_of(exc), None, describe_error(exc), time.time()))
+
+
+def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
+                  accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+    atomic = ATOMIC_TYPES
+    get_session = session_var.get
+    get_call = call_var.get
+    set_call = call_var.set
+    reset_call = call_var.reset
+    append = queue.append
+    running = inflight
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # Fast path: inside a session, no override, immutable arguments.
+        handle = get_session()
+        if handle is None or kwargs or skip or accepts_session:
+            return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
+        for value in args:
+            if type(value) not in atomic:
+                return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
+        call_id = new_call_id()
+        rec = (call_id, handle, get_call() or handle.root_call_id, "tool", name, None, names, args, None, None,
+               time.time())  # fmt: skip
+        running[call_id] = rec
+        token = set_call(call_id)
+        try:
+            result = func(*args)
+        except BaseException as exc:
+            reset_call(token)
+            del running[call_id]
+            append(rec + (status_of(exc), None, describe_error(exc), time.time()))
+            raise
+        reset_call(token)
+        del running[call_id]
+        append(rec + ("ok", result if type(result) in atomic else capture(result), None, time.time()))
+        return result
+
+    return wrapper
+
+
+def _slow_sync(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int, accepts_session: bool,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:  # fmt: skip
+    started = _start(name, names, skip, accepts_session, args, kwargs)
+    if started is None:
+        return func(*args, **kwargs)
+    rec, install = started
+    s_token = session_var.set(install) if install is not None else None
+    c_token = call_var.set(rec[0])
+    try:
+        result = func(*args, **kwargs)
+    except BaseException as exc:
+        _reset(call_var, c_token)
+        if s_token is not None:
+            _reset(session_var, s_token)
+        _finish(rec, exc, None)
+        raise
+    _reset(call_var, c_token)
+    if s_token is not None:
+        _reset(session_var, s_token)
+    _finish(rec, None, result)
+    return result
+
+
+def _async_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
+                   accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = _start(name, names, skip, accepts_session, args, kwargs)
+        if started is None:
+            return await func(*args, **kwargs)
+        rec, install = started
+        s_token = session_var.set(install) if install is not None else None
+        c_token = call_var.set(rec[0])
+        try:
+            result = await func(*args, **kwargs)
+        except BaseException as exc:
+            _finish(rec, exc, None)
+            raise
+        finally:
+            _reset(call_var, c_token)
+            if s_token is not None:
+                _reset(session_var, s_token)
+        _finish(rec, None, result)
+        return result
+
+    return wrapper
+
+
+class _Yields:
+    """Bounded capture of what a generator yielded."""
+
+    __slots__ = ("items", "count")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.count = 0
+
+    def add(self, item: Any) -> None:
+        self.count += 1
+        if len(self.items) < _MAX_YIELDS:
+            self.items.append(capture(item))
+
+    def output(self, returned: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"yielded": self.items, "count": self.count}
+        if returned is not None:
+            out["returned"] = capture(returned)
+        return out
+
+
+def _generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
+                       accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+    def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        started = _start(name, names, skip, accepts_session, args, kwargs)
+        if started is None:
+            return (yield from func(*args, **kwargs))
+        rec, _ = started
+        handle = rec[1]
+        yields = _Yields()
+        # Each step runs with this call and session current, wherever the
+        # generator is iterated; between steps the consumer's context is untouched.
+        s_token = session_var.set(handle)
+        c_token = call_var.set(rec[0])
+        try:
+            gen = func(*args, **kwargs)
+        except BaseException as exc:
+            _finish(rec, exc, None)
+            raise
+        finally:
+            _reset(call_var, c_token)
+            _reset(session_var, s_token)
+        method: Callable[[Any], Any] = gen.send
+        arg: Any = None
+        while True:
+            s_token = session_var.set(handle)
+            c_token = call_var.set(rec[0])
+            try:
+                item = method(arg)
+            except StopIteration as stop:
+                _finish(rec, None, yields.output(stop.value))
+                return stop.value
+            except BaseException as exc:
+                _finish(rec, exc, yields.output(None))
+                raise
+            finally:
+                _reset(call_var, c_token)
+                _reset(session_var, s_token)
+            yields.add(item)
+            try:
+                arg = yield item
+                method = gen.send
+            except GeneratorExit as exc:
+                s_token = session_var.set(handle)
+                c_token = call_var.set(rec[0])
+                try:
+                    gen.close()
+                finally:
+                    _reset(call_var, c_token)
+                    _reset(session_var, s_token)
+                    _finish(rec, exc, yields.output(None))
+                raise
+            except BaseException as exc:
+                method, arg = gen.throw, exc
+
+    return wrapper
+
+
+def _async_generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
+                             accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+    async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        started = _start(name, names, skip, accepts_session, args, kwargs)
+        if started is None:
+            async for item in func(*args, **kwargs):
+                yield item
+            return
+        rec, _ = started
+        handle = rec[1]
+        yields = _Yields()
+        s_token = session_var.set(handle)
+        c_token = call_var.set(rec[0])
+        try:
+            agen = func(*args, **kwargs)
+        except BaseException as exc:
+            _finish(rec, exc, None)
+            raise
+        finally:
+            _reset(call_var, c_token)
+            _reset(session_var, s_token)
+        method: Callable[[Any], Any] = agen.asend
+        arg: Any = None
+        while True:
+            s_token = session_var.set(handle)
+            c_token = call_var.set(rec[0])
+            try:
+                item = await method(arg)
+            except StopAsyncIteration:
+                _finish(rec, None, yields.output(None))
+                return
+            except BaseException as exc:
+                _finish(rec, exc, yields.output(None))
+                raise
+            finally:
+                _reset(call_var, c_token)
+                _reset(session_var, s_token)
+            yields.add(item)
+            try:
+                arg = yield item
+                method = agen.asend
+            except GeneratorExit as exc:
+                s_token = session_var.set(handle)
+                c_token = call_var.set(rec[0])
+                try:
+                    await agen.aclose()
+                finally:
+                    _reset(call_var, c_token)
+                    _reset(session_var, s_token)
+                    _finish(rec, exc, yields.output(None))
+                raise
+            except BaseException as exc:
+                method, arg = agen.athrow, exc
+
+    return wrapper

@@ -1,0 +1,406 @@
+"""The background writer: takes recorded calls off the hot path and into stores.
+
+The hot path only appends a tuple to a deque (and keeps running calls in a
+dict). One daemon thread wakes every :data:`INTERVAL` seconds, encodes what
+arrived, and writes it per store in one transaction. ``flush()`` puts a marker
+in the same deque and waits until everything before it is written (or, if a
+store is failing, safely buffered). A failing store never raises into user
+code: its rows wait in a bounded buffer and are retried with back-off; past
+:data:`MAX_PENDING_ROWS` they are appended to a spill file that
+``openprogram import`` loads later. One warning per outage names the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import _ids
+from ._capture import PRECAPTURED, capture, capture_arguments, dumps
+from .stores import CallRow, SessionRow, Store, openprogram_home
+
+__all__ = [
+    "INTERVAL",
+    "MAX_PENDING_ROWS",
+    "QUEUE_HIGH_WATER",
+    "enqueue",
+    "ensure_started",
+    "flush",
+    "flush_async",
+    "flush_store",
+    "inflight",
+    "queue",
+    "spill_directory",
+]
+
+logger = logging.getLogger("openprogram")
+
+INTERVAL = 0.05
+"""Seconds between writer cycles when nobody is waiting on a flush."""
+MAX_PENDING_ROWS = 200_000
+"""Rows kept in memory per failing store before they are spilled to a file."""
+QUEUE_HIGH_WATER = 200_000
+"""Recorded calls not yet encoded past which recording threads wait for the writer."""
+HEARTBEAT_EVERY = 10.0
+_RETRY_MAX = 30.0
+
+# One end record per finished call, as appended by the hot path:
+# (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
+#  attributes, started_at, status, output, error, ended_at)
+queue: deque[Any] = deque()
+# Calls that started and have not ended: call_id -> the first 11 fields above.
+inflight: dict[str, tuple[Any, ...]] = {}
+
+
+class _Marker:
+    __slots__ = ("done", "ok", "callbacks")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.ok = True
+        self.callbacks: list[Callable[[bool], None]] = []
+
+
+class _StoreState:
+    """What the writer knows about one store: its outage and its backlog."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending_sessions: list[SessionRow] = []
+        self.pending_calls: list[CallRow] = []
+        self.failing = False
+        self.retry_at = 0.0
+        self.backoff = 1.0
+        self.running: set[str] = set()  # call ids written as running, not yet final
+        self.last_beat = 0.0
+        self.spilled = 0
+
+
+_states: dict[int, _StoreState] = {}
+_wake = threading.Event()
+_cycle_lock = threading.Lock()
+_thread: threading.Thread | None = None
+_thread_lock = threading.Lock()
+_stopping = False
+
+
+def spill_directory() -> Path:
+    """Where rows that could not be stored are appended (``$OPENPROGRAM_HOME/spill``)."""
+    return openprogram_home() / "spill"
+
+
+def ensure_started() -> None:
+    """Start the writer thread if it is not running (cheap when it is)."""
+    global _thread
+    if _thread is not None and _thread.is_alive():
+        return
+    with _thread_lock:
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_run, name="openprogram-writer", daemon=True)
+            _thread.start()
+
+
+def enqueue(item: Any) -> None:
+    """Queue a session row (a list) or an end record (a tuple) from outside the hot path."""
+    queue.append(item)
+
+
+def _run() -> None:
+    while not _stopping:
+        _wake.wait(INTERVAL)
+        _wake.clear()
+        try:
+            _cycle()
+        except Exception:  # the writer must survive its own bugs
+            logger.exception("openprogram: writer cycle failed; will retry")
+
+
+def _throttle() -> None:
+    """Back-pressure: when the writer falls far behind, recording threads wait for it."""
+    if len(queue) <= QUEUE_HIGH_WATER or threading.current_thread() is _thread:
+        return
+    _wake.set()
+    deadline = time.monotonic() + 5.0
+    while len(queue) > QUEUE_HIGH_WATER // 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+_ids.every_4096_calls = _throttle
+
+
+# --- encoding ---------------------------------------------------------------------
+
+
+def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
+    handle = rec[1]
+    names = rec[6]
+    if names is PRECAPTURED:
+        inputs = rec[7]
+    elif names is not None:
+        inputs = capture_arguments(names, rec[7], rec[8])
+    else:
+        inputs = capture(rec[7])
+    attributes = rec[9]
+    n = len(rec)
+    if n > 11:
+        output = rec[12]
+        out = None if output is None else dumps(capture(output))
+        status, error, ended = rec[11], rec[13], rec[14]
+    else:
+        out, status, error, ended = None, "running", None, None
+    return (
+        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], rec[4], rec[5], status,
+        dumps(inputs), out, error, None if attributes is None else dumps(capture(attributes)),
+        rec[10], ended, owner,
+    )  # fmt: skip
+
+
+def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
+    """Encode a record; on an encoding bug keep the call with its captures replaced, never drop it."""
+    try:
+        return _encode(rec, owner)
+    except Exception as exc:
+        logger.exception("openprogram: could not encode call %s; recording it without captures", rec[0])
+        note = dumps(f"<capture failed: {type(exc).__name__}>")
+        final = len(rec) > 11
+        return (
+            rec[0], rec[1].session_id, rec[1].turn_id, rec[2], str(rec[3]), str(rec[4]), rec[5],
+            rec[11] if final else "running", note, note if final else None, rec[13] if final else None,
+            None, rec[10], rec[14] if final else None, owner,
+        )  # fmt: skip
+
+
+def _state(store: Store) -> _StoreState:
+    state = _states.get(id(store))
+    if state is None:
+        state = _states[id(store)] = _StoreState(store)
+    return state
+
+
+def _cycle() -> None:
+    with _cycle_lock:
+        _cycle_locked()
+
+
+def _cycle_locked() -> None:
+    markers: list[_Marker] = []
+    owner = _ids.process_owner()
+    popleft = queue.popleft
+    touched: set[_StoreState] = set()
+    for _ in range(len(queue)):
+        item = popleft()
+        kind = type(item)
+        if kind is tuple:
+            state = _state(item[1].store)
+            row = _encode_safely(item, owner)
+            state.pending_calls.append(row)
+            state.running.discard(row[0])
+        elif kind is list:
+            state = _state(item[4])
+            state.pending_sessions.append((item[0], item[1], item[2], item[3]))
+        else:
+            markers.append(item)
+            continue
+        touched.add(state)
+    # Calls still running are written as such, so a crash leaves them visible.
+    for call_id, rec in list(inflight.items()):
+        state = _state(rec[1].store)
+        if call_id not in state.running:
+            state.running.add(call_id)
+            state.pending_calls.append(_encode_safely(rec, owner))
+            touched.add(state)
+    now = time.time()
+    all_ok = True
+    for state in list(_states.values()):
+        if state.pending_calls or state.pending_sessions or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
+            if not _write(state, owner, now):
+                all_ok = False
+        elif state.failing:
+            all_ok = False
+    for marker in markers:
+        marker.ok = all_ok
+        marker.done.set()
+        for callback in marker.callbacks:
+            try:
+                callback(all_ok)
+            except Exception:
+                pass
+
+
+def _write(state: _StoreState, owner: str, now: float) -> bool:
+    if state.failing and time.monotonic() < state.retry_at:
+        _bound(state)
+        return False
+    store = state.store
+    try:
+        if state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls):
+            store.heartbeat(owner, now)
+            state.last_beat = now
+        if state.pending_calls or state.pending_sessions:
+            store.write(state.pending_sessions, state.pending_calls)
+    except Exception as exc:
+        if not state.failing:
+            logger.warning(
+                "openprogram: cannot write to store %s (%s); recording continues and %s will be "
+                "retried (up to %d kept in memory, the rest spilled under %s)",
+                store.url, _one_line(exc), "these records", MAX_PENDING_ROWS, spill_directory(),
+            )  # fmt: skip
+        state.failing = True
+        state.retry_at = time.monotonic() + state.backoff
+        state.backoff = min(state.backoff * 2, _RETRY_MAX)
+        _bound(state)
+        return False
+    if state.failing:
+        logger.warning("openprogram: store %s is writable again; buffered records were written", store.url)
+    state.failing = False
+    state.backoff = 1.0
+    state.pending_calls = []
+    state.pending_sessions = []
+    return True
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _bound(state: _StoreState) -> None:
+    if len(state.pending_calls) > MAX_PENDING_ROWS:
+        _spill(state)
+
+
+def _spill(state: _StoreState) -> None:
+    """Append the backlog to a JSON-lines file; ``openprogram import`` loads it later."""
+    from .stores import safe_url
+
+    directory = spill_directory()
+    path = directory / f"spill-{os.getpid()}-{_ids.process_owner().rsplit(':', 1)[-1]}.jsonl"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"store": safe_url(state.store.url)}) + "\n")
+            for srow in state.pending_sessions:
+                out.write(json.dumps({"session": list(srow)}) + "\n")
+            for crow in state.pending_calls:
+                out.write(json.dumps({"call": list(crow)}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as exc:
+        logger.error("openprogram: cannot spill records to %s (%s); keeping them in memory", path, exc)
+        return
+    if not state.spilled:
+        logger.warning("openprogram: store %s is still unavailable; records are being spilled to %s "
+                       "(load them with `openprogram import %s`)", state.store.url, path, path)  # fmt: skip
+    state.spilled += len(state.pending_calls)
+    state.pending_calls = []
+    state.pending_sessions = []
+
+
+# --- flushing ------------------------------------------------------------------------
+
+
+def flush(timeout: float | None = 30.0) -> bool:
+    """Block until everything recorded so far is durable; False if a store is failing or time ran out."""
+    if _thread is None or not _thread.is_alive() or threading.current_thread() is _thread:
+        _cycle()
+        return not any(s.failing for s in _states.values())
+    marker = _Marker()
+    queue.append(marker)
+    _wake.set()
+    if not marker.done.wait(timeout):
+        logger.warning("openprogram: flush did not finish within %ss; records stay queued", timeout)
+        return False
+    return marker.ok
+
+
+async def flush_async() -> bool:
+    """``flush()`` for coroutines: waits without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    if _thread is None or not _thread.is_alive():
+        return await loop.run_in_executor(None, flush)
+    future: asyncio.Future[bool] = loop.create_future()
+
+    def resolve(ok: bool) -> None:
+        def set_result() -> None:
+            if not future.done():
+                future.set_result(ok)
+
+        try:
+            loop.call_soon_threadsafe(set_result)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    marker = _Marker()
+    marker.callbacks.append(resolve)
+    queue.append(marker)
+    _wake.set()
+    return await future
+
+
+def flush_store(store: Store) -> None:
+    """Make this process's records durable before a read, so reads see their own writes."""
+    if queue or inflight or any(s.pending_calls or s.pending_sessions for s in _states.values()):
+        flush()
+
+
+def discard_store(store: Store) -> None:
+    """Forget a store's state (used by tests that close a store)."""
+    _states.pop(id(store), None)
+
+
+# --- process lifecycle ---------------------------------------------------------------
+
+exit_hooks: list[Callable[[], None]] = []
+"""Run at interpreter exit before the final flush (e.g. to close implicit sessions)."""
+
+
+def _at_exit() -> None:
+    global _stopping
+    for hook in exit_hooks:
+        try:
+            hook()
+        except Exception:
+            logger.exception("openprogram: exit hook failed")
+    # Calls still running now (daemon threads) will never finish: record that.
+    now = time.time()
+    for call_id, rec in list(inflight.items()):
+        if inflight.pop(call_id, None) is not None:
+            queue.append(rec + ("interrupted", None, "process exited while the call was running", now))
+    _stopping = True
+    _wake.set()
+    thread = _thread
+    if thread is not None and thread.is_alive():
+        thread.join(5.0)
+    _cycle()
+    for state in _states.values():
+        if state.pending_calls or state.pending_sessions:
+            _spill(state)
+
+
+atexit.register(_at_exit)
+
+
+def _after_fork_in_child() -> None:
+    global _thread, _stopping, _cycle_lock
+    # The parent's queue, running calls and backlog belong to the parent.
+    queue.clear()
+    inflight.clear()
+    _states.clear()
+    _cycle_lock = threading.Lock()
+    _stopping = False
+    had_writer, _thread = _thread is not None, None
+    if had_writer:
+        ensure_started()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,201 @@
+"""The store interface every backend implements, and the records it returns."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .._ids import process_owner
+
+__all__ = [
+    "CALL_COLUMNS",
+    "CallRecord",
+    "CallRow",
+    "HEARTBEAT_STALE_SECONDS",
+    "SessionInfo",
+    "SessionRow",
+    "Store",
+    "StoreError",
+]
+
+#: Columns of a call row, in the order of :data:`CallRow` tuples.
+CALL_COLUMNS = (
+    "call_id", "session_id", "turn_id", "parent_id", "kind", "name", "framework", "status",
+    "inputs", "output", "error", "attributes", "started_at", "ended_at", "owner",
+)  # fmt: skip
+
+#: (call_id, session_id, turn_id, parent_id, kind, name, framework, status,
+#:  inputs_json, output_json, error, attributes_json, started_at, ended_at, owner)
+CallRow = tuple[
+    str, str, str, "str | None", str, str, "str | None", str,
+    "str | None", "str | None", "str | None", "str | None", float, "float | None", str,
+]  # fmt: skip
+
+#: (session_id, agent_id, created_at, updated_at)
+SessionRow = tuple[str, str, float, float]
+
+#: A writer that has not refreshed its heartbeat for this long is presumed dead.
+HEARTBEAT_STALE_SECONDS = 60.0
+
+
+class StoreError(RuntimeError):
+    """A store could not be opened or used. The message names the path or host."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionInfo:
+    """One session as listed by a store."""
+
+    session_id: str
+    agent_id: str
+    created_at: float
+    updated_at: float
+    call_count: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class CallRecord:
+    """One recorded call. ``inputs``/``output``/``attributes`` are decoded JSON."""
+
+    call_id: str
+    session_id: str
+    turn_id: str
+    parent_id: str | None
+    kind: str
+    name: str
+    framework: str | None
+    status: str
+    inputs: Any
+    output: Any
+    error: str | None
+    started_at: float
+    ended_at: float | None
+    attributes: dict[str, Any] | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, or None while running."""
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return dataclasses.asdict(self)
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class Store(abc.ABC):
+    """Where sessions and calls are kept.
+
+    Backends implement the abstract methods; writes arrive in batches from the
+    background writer (never from the caller's thread), reads come from user
+    code and the CLI. ``url`` is safe to print: it never contains a password.
+    """
+
+    url: str = ""
+
+    # --- writing (called by the background writer only) -------------------
+    @abc.abstractmethod
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
+        """Persist one batch atomically. A call row replaces a ``running`` row of the same id."""
+
+    def heartbeat(self, owner: str, at: float) -> None:  # noqa: B027 - optional for backends
+        """Note that ``owner`` (host:pid:nonce) is alive and has calls running."""
+
+    # --- reading -----------------------------------------------------------
+    @abc.abstractmethod
+    def session_exists(self, session_id: str) -> bool:
+        """True if the session has been recorded (durably) in this store."""
+
+    @abc.abstractmethod
+    def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        """Sessions, most recently updated first."""
+
+    @abc.abstractmethod
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        """One session, or None if this store has never seen it."""
+
+    @abc.abstractmethod
+    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+        """Rows of one session in start order (ties broken by call id)."""
+
+    @abc.abstractmethod
+    def _heartbeats(self) -> dict[str, float]:
+        """Last heartbeat time of every owner that recorded one."""
+
+    def iter_calls(self, session_id: str) -> Iterator[CallRecord]:
+        """Stream the calls of one session in start order (constant memory)."""
+        from .._writer import flush_store
+
+        flush_store(self)
+        liveness = _Liveness(self)
+        for row in self._iter_call_rows(session_id):
+            status = row[7]
+            if status == "running" and not liveness.alive(row[14]):
+                status = "interrupted"
+            yield CallRecord(
+                call_id=row[0], session_id=row[1], turn_id=row[2], parent_id=row[3], kind=row[4],
+                name=row[5], framework=row[6], status=status, inputs=_loads(row[8]),
+                output=_loads(row[9]), error=row[10], attributes=_loads(row[11]),
+                started_at=row[12], ended_at=row[13],
+            )  # fmt: skip
+
+    def list_calls(self, session_id: str) -> list[CallRecord]:
+        """Every call of one session, in start order."""
+        return list(self.iter_calls(session_id))
+
+    def close(self) -> None:  # noqa: B027 - optional for backends
+        """Release connections. The store may be reopened by ``open_store``."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+
+class _Liveness:
+    """Decides whether the process that left a call ``running`` is still alive."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._host = socket.gethostname()
+        self._me = process_owner()
+        self._beats: dict[str, float] | None = None
+        self._cache: dict[str, bool] = {}
+
+    def alive(self, owner: str) -> bool:
+        known = self._cache.get(owner)
+        if known is None:
+            known = self._cache[owner] = self._check(owner)
+        return known
+
+    def _check(self, owner: str) -> bool:
+        if owner == self._me:
+            return True
+        host, _, rest = owner.partition(":")
+        pid_text, _, _ = rest.partition(":")
+        if host == self._host and pid_text.isdigit():
+            try:
+                os.kill(int(pid_text), 0)
+            except ProcessLookupError:
+                return False
+            except OSError:
+                pass  # exists but is not ours to signal
+        if self._beats is None:
+            try:
+                self._beats = self._store._heartbeats()
+            except Exception:
+                self._beats = {}
+        beat = self._beats.get(owner)
+        return beat is not None and time.time() - beat < HEARTBEAT_STALE_SECONDS

@@ -1,0 +1,72 @@
+"""``memory://`` — an in-process store for tests and throwaway runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+from ._base import CallRow, SessionInfo, SessionRow, Store
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    """Keeps everything in dicts; lost when the process ends."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._lock = threading.Lock()
+        self._sessions: dict[str, list[object]] = {}
+        self._calls: dict[str, CallRow] = {}
+        self._by_session: dict[str, list[str]] = {}
+        self._beats: dict[str, float] = {}
+
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
+        with self._lock:
+            for sid, agent, created, updated in sessions:
+                row = self._sessions.get(sid)
+                if row is None:
+                    self._sessions[sid] = [sid, agent, created, updated]
+                else:
+                    row[3] = max(row[3], updated)  # type: ignore[call-overload]
+            for call in calls:
+                old = self._calls.get(call[0])
+                if old is None:
+                    self._by_session.setdefault(call[1], []).append(call[0])
+                elif old[7] != "running" or call[7] == "running":
+                    continue  # a final row is never replaced
+                self._calls[call[0]] = call
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        with self._lock:
+            self._beats[owner] = at
+
+    def session_exists(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._sessions
+
+    def _info(self, row: list[object]) -> SessionInfo:
+        sid = str(row[0])
+        return SessionInfo(sid, str(row[1]), float(row[2]), float(row[3]),  # type: ignore[arg-type]
+                           len(self._by_session.get(sid, ())))  # fmt: skip
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        with self._lock:
+            infos = [self._info(r) for r in self._sessions.values()]
+        infos.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+        return infos if limit is None else infos[:limit]
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            return None if row is None else self._info(row)
+
+    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+        with self._lock:
+            rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
+        rows.sort(key=lambda r: (r[12], r[0]))
+        return iter(rows)
+
+    def _heartbeats(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._beats)

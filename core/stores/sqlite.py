@@ -1,0 +1,246 @@
+"""``sqlite:///path`` — the embedded default store.
+
+One file shared safely by any number of processes: WAL journal, a busy
+timeout, and every batch in one ``BEGIN IMMEDIATE`` transaction with
+``synchronous=FULL``, so a batch is on disk when ``write`` returns. The
+directory is created ``0700`` and the file ``0600``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ._base import CallRow, SessionInfo, SessionRow, Store, StoreError
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    agent_id   TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at);
+CREATE TABLE IF NOT EXISTS calls (
+    call_id    TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id    TEXT NOT NULL,
+    parent_id  TEXT,
+    kind       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    framework  TEXT,
+    status     TEXT NOT NULL,
+    inputs     TEXT,
+    output     TEXT,
+    error      TEXT,
+    attributes TEXT,
+    started_at REAL NOT NULL,
+    ended_at   REAL,
+    owner      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session_id, started_at, call_id);
+CREATE TABLE IF NOT EXISTS heartbeats (owner TEXT PRIMARY KEY, at REAL NOT NULL);
+"""
+
+UPSERT_SESSION = (
+    "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (session_id) "
+    "DO UPDATE SET updated_at = max(sessions.updated_at, excluded.updated_at)"
+)
+# A running row may be replaced by its final row; a final row is never replaced.
+UPSERT_CALL = (
+    "INSERT INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) "
+    "DO UPDATE SET status = excluded.status, inputs = excluded.inputs, output = excluded.output, "
+    "error = excluded.error, attributes = excluded.attributes, ended_at = excluded.ended_at "
+    "WHERE calls.status = 'running' AND excluded.status != 'running'"
+)
+_SESSION_COLUMNS = (
+    "s.session_id, s.agent_id, s.created_at, s.updated_at, "
+    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
+)
+
+
+def path_from_url(url: str) -> Path:
+    """``sqlite:///rel.db`` -> ``rel.db``; ``sqlite:////abs.db`` -> ``/abs.db``; a bare path as is."""
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if not rest.startswith("/") or rest == "/":
+            raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
+        return Path(rest[1:]).expanduser()
+    return Path(url).expanduser()
+
+
+class SQLiteStore(Store):
+    """A store in one SQLite file."""
+
+    busy_timeout_ms = 30_000
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).absolute()
+        self.url = f"sqlite:///{self.path}"
+        self._write_conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._prepared = False
+
+    # --- files and connections ----------------------------------------------
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        directory = self.path.parent
+        try:
+            if not directory.exists():
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self.path.exists():
+                os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+            conn = self._connect()
+            try:
+                conn.executescript(_SCHEMA)
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.commit()
+                found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            finally:
+                conn.close()
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot use the SQLite store at {self.path}: {exc}") from exc
+        if found is not None and int(found[0]) > SCHEMA_VERSION:
+            raise StoreError(
+                f"the SQLite store at {self.path} has schema version {found[0]}, newer than this "
+                f"openprogram understands ({SCHEMA_VERSION}); upgrade openprogram"
+            )
+        self._prepared = True
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
+                               check_same_thread=False)  # fmt: skip
+        conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        try:
+            self._prepare()
+            return self._connect()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+
+    # --- writing --------------------------------------------------------------
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
+        with self._lock:
+            self._prepare()
+            conn = self._write_conn
+            if conn is None:
+                conn = self._write_conn = self._connect()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                if sessions:
+                    conn.executemany(UPSERT_SESSION, sessions)
+                if calls:
+                    conn.executemany(UPSERT_CALL, calls)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                if isinstance(exc, sqlite3.Error):
+                    self._drop_writer()
+                    raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+                raise
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        with self._lock:
+            self._prepare()
+            conn = self._write_conn
+            if conn is None:
+                conn = self._write_conn = self._connect()
+            try:
+                conn.execute("INSERT OR REPLACE INTO heartbeats VALUES (?, ?)", (owner, at))
+            except sqlite3.Error as exc:
+                self._drop_writer()
+                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+
+    def _drop_writer(self) -> None:
+        conn, self._write_conn = self._write_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    # --- reading --------------------------------------------------------------
+    def session_exists(self, session_id: str) -> bool:
+        if not self.path.exists():
+            return False
+        conn = self._reader()
+        try:
+            return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
+        finally:
+            conn.close()
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        conn = self._reader()
+        try:
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT ?",
+                (-1 if limit is None else limit,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+        return [SessionInfo(*row) for row in rows]
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        conn = self._reader()
+        try:
+            row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?",
+                               (session_id,)).fetchone()  # fmt: skip
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+        return None if row is None else SessionInfo(*row)
+
+    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+        conn = self._reader()
+        try:
+            cursor = conn.execute(
+                "SELECT * FROM calls WHERE session_id = ? ORDER BY started_at, call_id", (session_id,)
+            )
+            while True:
+                rows = cursor.fetchmany(2000)
+                if not rows:
+                    break
+                yield from rows
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def _heartbeats(self) -> dict[str, float]:
+        conn = self._reader()
+        try:
+            return dict(conn.execute("SELECT owner, at FROM heartbeats").fetchall())
+        finally:
+            conn.close()
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when healthy)."""
+        conn = self._reader()
+        try:
+            return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_writer()

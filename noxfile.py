@@ -1,0 +1,78 @@
+"""Test, lint and benchmark sessions. ``nox`` runs the default set (what CI runs).
+
+Each framework is tested at the lowest version we declare and at the latest.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests", "postgres", "langgraph", "crewai", "semantic_kernel", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = os.environ.get("OPENPROGRAM_NOX_PYTHON", "3.11")
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"]
+
+# framework -> (pip requirement template, [lowest declared, latest])
+FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
+    "langgraph": ("langgraph{spec}", ["==1.0.0", ""]),
+    "crewai": ("crewai{spec}", ["==1.0.0", ""]),
+    "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
+}
+# Extra packages a framework's tests need beyond TEST_DEPS.
+TEST_EXTRAS: dict[str, list[str]] = {"langgraph": [], "crewai": [], "semantic_kernel": []}
+EXTRAS = {"langgraph": "langgraph", "crewai": "crewai", "semantic_kernel": "semantic-kernel"}
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    session.run("pytest", *paths, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Core tests: no framework installed (this also proves `import openprogram` needs none)."""
+    session.install("-e", ".", *TEST_DEPS)
+    _pytest(session, "tests/core")
+
+
+@nox.session(python=PYTHON)
+def postgres(session: nox.Session) -> None:
+    """The store suite against PostgreSQL (skips with a reason when no server is reachable)."""
+    session.install("-e", ".[postgres]", *TEST_DEPS)
+    _pytest(session, "tests/stores")
+
+
+def _framework_session(name: str) -> None:
+    requirement, versions = FRAMEWORKS[name]
+
+    @nox.session(name=name, python=PYTHON)
+    @nox.parametrize("version", [v or "latest" for v in versions])
+    def run(session: nox.Session, version: str) -> None:
+        spec = "" if version == "latest" else version
+        session.install("-e", f".[{EXTRAS[name]}]", requirement.format(spec=spec), *TEST_DEPS, *TEST_EXTRAS[name])
+        _pytest(session, f"tests/integrations/{name}")
+
+    run.__doc__ = f"{name} adapter tests at the lowest declared and the latest version."
+
+
+for _name in FRAMEWORKS:
+    _framework_session(_name)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy --strict over the package."""
+    session.install("-e", ".", "ruff>=0.6", "mypy>=1.10")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "core", "integrations")
+    session.run("mypy", "--strict")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """All benchmarks (figures printed as ratios against baselines measured in the same run)."""
+    session.install("-e", ".[all]", "opentelemetry-sdk")
+    session.run("python", "-m", "bench", *session.posargs)
