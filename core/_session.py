@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _writer
 from ._context import SessionHandle, call_var, session_var
-from ._ids import InvalidSessionId, new_call_id, new_session_id, validate_session_id
+from ._ids import InvalidSessionId, derive_session_id, new_call_id, new_session_id, validate_session_id
 from ._recorder import _reset, begin_call, end_call
 from .stores import Store, open_store
 
@@ -32,6 +32,7 @@ __all__ = [
     "implicit_session",
     "run_with_session",
     "session_context",
+    "session_for_run",
 ]
 
 logger = logging.getLogger("openprogram")
@@ -235,6 +236,43 @@ def _from_environment() -> SessionHandle | None:
     store = open_store()
     _note_session(store, session_id, agent_id, time.time())
     return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
+
+
+# --- framework run identities ----------------------------------------------------
+
+_bound: dict[tuple[int, str, str], str] = {}  # (id(store), namespace, key) -> session id
+
+
+def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> session_context | None:
+    """Where a framework run with its own identity (a LangGraph thread, a CrewAI flow id) records.
+
+    Inside a session: the identity is bound to that session (durably, in its
+    store) and None is returned — record in the current session. Outside any
+    session: a :class:`session_context` to enter for the run, continuing the
+    session the identity was bound to earlier (by any process), or else one whose
+    id is derived from the identity — so every run of one conversation lands in
+    one session. Returns None too when the no-session policy is not ``auto``.
+    """
+    current = session_var.get()
+    if current is not None:
+        bound_key = (id(current.store), namespace, key)
+        if _bound.get(bound_key) != current.session_id:
+            _bound[bound_key] = current.session_id
+            _writer.enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
+        return None
+    if _current_policy() != "auto":
+        return None
+    store = open_store()
+    session_id = _bound.get((id(store), namespace, key))
+    if session_id is None:
+        try:
+            session_id = store.resolve_alias(namespace, key)
+        except Exception as exc:  # an unusable store never stops the agent
+            logger.warning("openprogram: cannot look up %s run %r in store %s: %s", namespace, key, store.url, exc)
+        if session_id is None:
+            session_id = derive_session_id(namespace, key)
+        _bound[(id(store), namespace, key)] = session_id
+    return session_context(session_id, agent_id=agent_id, store=store)
 
 
 # --- calls made with no session open -----------------------------------------------

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-from .stores import CallRow, SessionRow, Store, StoreError
+from .stores import AliasRow, CallRow, SessionRow, Store, StoreError
 
 __all__ = ["load_spill"]
 
@@ -21,6 +21,7 @@ def load_spill(path: str | os.PathLike[str], store: Store) -> int:
     """
     sessions: list[SessionRow] = []
     calls: list[CallRow] = []
+    aliases: list[AliasRow] = []
     written = 0
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
@@ -38,11 +39,13 @@ def load_spill(path: str | os.PathLike[str], store: Store) -> int:
                 sessions.append(tuple(entry["session"]))  # type: ignore[arg-type]
             elif "call" in entry:
                 calls.append(tuple(entry["call"]))  # type: ignore[arg-type]
+            elif "alias" in entry:
+                aliases.append(tuple(entry["alias"]))  # type: ignore[arg-type]
             if len(calls) >= _BATCH:
-                store.write(sessions, calls)
-                written += len(sessions) + len(calls)
-                sessions, calls = [], []
-    if sessions or calls:
-        store.write(sessions, calls)
-        written += len(sessions) + len(calls)
+                store.write(sessions, calls, aliases)
+                written += len(sessions) + len(calls) + len(aliases)
+                sessions, calls, aliases = [], [], []
+    if sessions or calls or aliases:
+        store.write(sessions, calls, aliases)
+        written += len(sessions) + len(calls) + len(aliases)
     return written

@@ -26,7 +26,7 @@ from typing import Any
 
 from . import _ids
 from ._capture import PRECAPTURED, capture, capture_arguments, dumps
-from .stores import CallRow, SessionRow, Store, openprogram_home
+from .stores import AliasRow, CallRow, SessionRow, Store, openprogram_home
 
 __all__ = [
     "INTERVAL",
@@ -77,6 +77,7 @@ class _StoreState:
         self.store = store
         self.pending_sessions: list[SessionRow] = []
         self.pending_calls: list[CallRow] = []
+        self.pending_aliases: list[AliasRow] = []
         self.failing = False
         self.retry_at = 0.0
         self.backoff = 1.0
@@ -110,7 +111,8 @@ def ensure_started() -> None:
 
 
 def enqueue(item: Any) -> None:
-    """Queue a session row (a list) or an end record (a tuple) from outside the hot path."""
+    """Queue, from outside the hot path, a session row (a list ``[id, agent, created, updated, store]``),
+    an alias (a dict ``{"alias": AliasRow, "store": store}``) or an end record (a tuple)."""
     queue.append(item)
 
 
@@ -207,6 +209,9 @@ def _cycle_locked() -> None:
         elif kind is list:
             state = _state(item[4])
             state.pending_sessions.append((item[0], item[1], item[2], item[3]))
+        elif kind is dict:
+            state = _state(item["store"])
+            state.pending_aliases.append(item["alias"])
         else:
             markers.append(item)
             continue
@@ -221,7 +226,7 @@ def _cycle_locked() -> None:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
-        if state.pending_calls or state.pending_sessions or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
+        if state.pending_calls or state.pending_sessions or state.pending_aliases or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
             if not _write(state, owner, now):
                 all_ok = False
         elif state.failing:
@@ -245,8 +250,8 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         if state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls):
             store.heartbeat(owner, now)
             state.last_beat = now
-        if state.pending_calls or state.pending_sessions:
-            store.write(state.pending_sessions, state.pending_calls)
+        if state.pending_calls or state.pending_sessions or state.pending_aliases:
+            store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
     except Exception as exc:
         if not state.failing:
             logger.warning(
@@ -265,6 +270,7 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
     state.backoff = 1.0
     state.pending_calls = []
     state.pending_sessions = []
+    state.pending_aliases = []
     return True
 
 
@@ -292,6 +298,8 @@ def _spill(state: _StoreState) -> None:
                 out.write(json.dumps({"session": list(srow)}) + "\n")
             for crow in state.pending_calls:
                 out.write(json.dumps({"call": list(crow)}) + "\n")
+            for arow in state.pending_aliases:
+                out.write(json.dumps({"alias": list(arow)}) + "\n")
             out.flush()
             os.fsync(out.fileno())
     except OSError as exc:
@@ -303,6 +311,7 @@ def _spill(state: _StoreState) -> None:
     state.spilled += len(state.pending_calls)
     state.pending_calls = []
     state.pending_sessions = []
+    state.pending_aliases = []
 
 
 # --- flushing ------------------------------------------------------------------------
@@ -348,7 +357,7 @@ async def flush_async() -> bool:
 
 def flush_store(store: Store) -> None:
     """Make this process's records durable before a read, so reads see their own writes."""
-    if queue or inflight or any(s.pending_calls or s.pending_sessions for s in _states.values()):
+    if queue or inflight or any(s.pending_calls or s.pending_sessions or s.pending_aliases for s in _states.values()):
         flush()
 
 
@@ -382,7 +391,7 @@ def _at_exit() -> None:
         thread.join(5.0)
     _cycle()
     for state in _states.values():
-        if state.pending_calls or state.pending_sessions:
+        if state.pending_calls or state.pending_sessions or state.pending_aliases:
             _spill(state)
 
 

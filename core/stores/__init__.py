@@ -16,9 +16,10 @@ import re
 import threading
 from pathlib import Path
 
-from ._base import CallRecord, CallRow, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRecord, CallRow, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = [
+    "AliasRow",
     "CallRecord",
     "CallRow",
     "SessionInfo",

@@ -15,6 +15,7 @@ from .._ids import process_owner
 
 __all__ = [
     "CALL_COLUMNS",
+    "AliasRow",
     "CallRecord",
     "CallRow",
     "HEARTBEAT_STALE_SECONDS",
@@ -39,6 +40,9 @@ CallRow = tuple[
 
 #: (session_id, agent_id, created_at, updated_at)
 SessionRow = tuple[str, str, float, float]
+
+#: (namespace, key, session_id, bound_at): a framework's run identity bound to a session.
+AliasRow = tuple[str, str, str, float]
 
 #: A writer that has not refreshed its heartbeat for this long is presumed dead.
 HEARTBEAT_STALE_SECONDS = 60.0
@@ -109,8 +113,15 @@ class Store(abc.ABC):
 
     # --- writing (called by the background writer only) -------------------
     @abc.abstractmethod
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
-        """Persist one batch atomically. A call row replaces a ``running`` row of the same id."""
+    def write(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+    ) -> None:
+        """Persist one batch atomically.
+
+        A call row replaces a ``running`` row of the same id (a final row is
+        never replaced); a session row keeps the first ``created_at`` and the
+        latest ``updated_at``; an alias row replaces the alias of the same key.
+        """
 
     def heartbeat(self, owner: str, at: float) -> None:  # noqa: B027 - optional for backends
         """Note that ``owner`` (host:pid:nonce) is alive and has calls running."""
@@ -127,6 +138,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def get_session(self, session_id: str) -> SessionInfo | None:
         """One session, or None if this store has never seen it."""
+
+    @abc.abstractmethod
+    def resolve_alias(self, namespace: str, key: str) -> str | None:
+        """The session bound to a framework run identity, or None."""
 
     @abc.abstractmethod
     def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:

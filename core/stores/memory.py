@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 
-from ._base import CallRow, SessionInfo, SessionRow, Store
+from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store
 
 __all__ = ["MemoryStore"]
 
@@ -20,9 +20,14 @@ class MemoryStore(Store):
         self._calls: dict[str, CallRow] = {}
         self._by_session: dict[str, list[str]] = {}
         self._beats: dict[str, float] = {}
+        self._aliases: dict[tuple[str, str], str] = {}
 
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
+    def write(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+    ) -> None:
         with self._lock:
+            for namespace, key, session_id, _ in aliases:
+                self._aliases[(namespace, key)] = session_id
             for sid, agent, created, updated in sessions:
                 row = self._sessions.get(sid)
                 if row is None:
@@ -66,6 +71,10 @@ class MemoryStore(Store):
             rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
         rows.sort(key=lambda r: (r[12], r[0]))
         return iter(rows)
+
+    def resolve_alias(self, namespace: str, key: str) -> str | None:
+        with self._lock:
+            return self._aliases.get((namespace, key))
 
     def _heartbeats(self) -> dict[str, float]:
         with self._lock:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ._base import CallRow, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -48,6 +48,13 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session_id, started_at, call_id);
 CREATE TABLE IF NOT EXISTS heartbeats (owner TEXT PRIMARY KEY, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS aliases (
+    namespace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    bound_at   REAL NOT NULL,
+    PRIMARY KEY (namespace, key)
+);
 """
 
 UPSERT_SESSION = (
@@ -132,7 +139,9 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
 
     # --- writing --------------------------------------------------------------
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow]) -> None:
+    def write(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+    ) -> None:
         with self._lock:
             self._prepare()
             conn = self._write_conn
@@ -144,6 +153,8 @@ class SQLiteStore(Store):
                     conn.executemany(UPSERT_SESSION, sessions)
                 if calls:
                     conn.executemany(UPSERT_CALL, calls)
+                if aliases:
+                    conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?, ?, ?)", aliases)
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
@@ -225,6 +236,19 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
             conn.close()
+
+    def resolve_alias(self, namespace: str, key: str) -> str | None:
+        if not self.path.exists():
+            return None
+        conn = self._reader()
+        try:
+            row = conn.execute("SELECT session_id FROM aliases WHERE namespace = ? AND key = ?",
+                               (namespace, key)).fetchone()  # fmt: skip
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+        return None if row is None else str(row[0])
 
     def _heartbeats(self) -> dict[str, float]:
         conn = self._reader()
