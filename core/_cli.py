@@ -70,7 +70,8 @@ def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_L
                 total = sum(c.duration or 0.0 for c in hidden)
                 below = sum(_count(children, c.call_id) for c in hidden)
                 note = f", {below} nested calls" if below else ""
-                groups.append(f"... {len(hidden)} more {key[0]} {key[1]} [{key[2]}] ({total * 1000:.1f}ms in all{note})")
+                summary = f"... {len(hidden)} more {key[0]} {key[1]} [{key[2]}] ({total * 1000:.1f}ms in all{note})"
+                groups.append(summary)
             else:
                 groups.extend(kids[i : j + 1])
             i = j + 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections.abc import Callable
 from typing import TextIO
 
 from ._instrument import INTEGRATIONS, instrument
@@ -55,7 +54,9 @@ async def research(question: str) -> str:
 
 def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
     """Run every available demo in one session; print its id and how to continue it."""
-    emit: Callable[[str], None] = lambda line: out.write(line + "\n")  # noqa: E731
+
+    def emit(line: str) -> None:
+        out.write(line + "\n")
     enabled = instrument()
     started = time.perf_counter()
     with session_context(session_id, store=store, runtime="cli-demo") as handle:

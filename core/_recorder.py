@@ -109,8 +109,20 @@ class call_scope:
     when the policy let the block run unrecorded.
     """
 
-    __slots__ = ("kind", "name", "framework", "inputs", "attributes", "_session", "_parent",
-                 "output", "rec", "handle", "_tokens", "_extra")  # fmt: skip
+    __slots__ = (
+        "_extra",
+        "_parent",
+        "_session",
+        "_tokens",
+        "attributes",
+        "framework",
+        "handle",
+        "inputs",
+        "kind",
+        "name",
+        "output",
+        "rec",
+    )  # fmt: skip
 
     def __init__(
         self,

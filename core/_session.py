@@ -64,7 +64,7 @@ def _exists(store: Store, session_id: str) -> bool:
 
 
 class _Entry:
-    __slots__ = ("handle", "rec", "tokens", "outermost")
+    __slots__ = ("handle", "outermost", "rec", "tokens")
 
     def __init__(self, handle: SessionHandle, rec: tuple[Any, ...], tokens: tuple[Token[Any], ...],
                  outermost: bool) -> None:  # fmt: skip
@@ -315,7 +315,7 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
     With ``entry`` (what is about to run) it is created on first need; without,
     it is only returned if it exists — so code can read the id that was logged.
     """
-    global _implicit, _implicit_rec, _warned
+    global _implicit, _warned
     if _implicit is not None or entry is None:
         return _implicit
     policy = _current_policy()
@@ -365,7 +365,7 @@ def _close_implicit() -> None:
 
 
 def _forget_implicit_after_fork() -> None:
-    global _implicit, _implicit_rec, _implicit_lock
+    global _implicit_rec, _implicit_lock
     # A forked child keeps the parent's implicit session but not its open turn.
     _implicit_rec = None
     _implicit_lock = threading.Lock()

@@ -36,11 +36,11 @@ def load_spill(path: str | os.PathLike[str], store: Store) -> int:
             except ValueError as exc:
                 raise StoreError(f"{path}:{number}: not a spill record ({exc})") from exc
             if "session" in entry:
-                sessions.append(tuple(entry["session"]))  # type: ignore[arg-type]
+                sessions.append(tuple(entry["session"]))
             elif "call" in entry:
-                calls.append(tuple(entry["call"]))  # type: ignore[arg-type]
+                calls.append(tuple(entry["call"]))
             elif "alias" in entry:
-                aliases.append(tuple(entry["alias"]))  # type: ignore[arg-type]
+                aliases.append(tuple(entry["alias"]))
             if len(calls) >= _BATCH:
                 store.write(sessions, calls, aliases)
                 written += len(sessions) + len(calls) + len(aliases)

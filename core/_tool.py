@@ -14,7 +14,8 @@ import time
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any, TypeVar, overload
 
-from ._capture import ATOMIC_TYPES, capture, capture_arguments
+from . import _ids
+from ._capture import ATOMIC_TYPES, PRECAPTURED, capture, capture_arguments
 from ._context import SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._recorder import _reset, describe_error, status_of
@@ -42,7 +43,7 @@ def tool(func: F | None = None, /, *, name: str | None = None) -> F | Callable[[
     use. The caller's exceptions pass through unchanged.
     """
     if func is None:
-        return functools.partial(_decorate, name=name)  # type: ignore[return-value]
+        return functools.partial(_decorate, name=name)
     return _decorate(func, name=name)
 
 
@@ -133,10 +134,11 @@ def _start(
     else:
         record_kwargs = kwargs
     call_id = new_call_id()
+    rec: tuple[Any, ...]
     if snapshot is None:
         rec = (call_id, handle, parent, "tool", name, None, names, call_args, record_kwargs, None, time.time())
     else:
-        rec = (call_id, handle, parent, "tool", name, None, None, snapshot, None, None, time.time())
+        rec = (call_id, handle, parent, "tool", name, None, PRECAPTURED, snapshot, None, None, time.time())
     inflight[call_id] = rec
     return rec, install
 
@@ -153,6 +155,8 @@ def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> Non
 def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
                   accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
     atomic = ATOMIC_TYPES
+    ids = _ids
+    counter = _ids.counter
     get_session = session_var.get
     get_call = call_var.get
     set_call = call_var.set
@@ -168,7 +172,10 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
         for value in args:
             if type(value) not in atomic:
                 return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
-        call_id = new_call_id()
+        n = next(counter)
+        if not n & 0xFFF:
+            ids.every_4096_calls()
+        call_id = ids.prefix + hex(n)  # new_call_id(), inlined
         rec = (call_id, handle, get_call() or handle.root_call_id, "tool", name, None, names, args, None, None,
                time.time())  # fmt: skip
         running[call_id] = rec
@@ -238,7 +245,7 @@ def _async_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], 
 class _Yields:
     """Bounded capture of what a generator yielded."""
 
-    __slots__ = ("items", "count")
+    __slots__ = ("count", "items")
 
     def __init__(self) -> None:
         self.items: list[Any] = []

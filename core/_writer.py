@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _ids
-from ._capture import PRECAPTURED, capture, capture_arguments, dumps
+from ._capture import ATOMIC_TYPES, PRECAPTURED, _encode_string, arguments_json, capture, dumps, scalar_json
 from .stores import AliasRow, CallRow, SessionRow, Store, openprogram_home
 
 __all__ = [
@@ -62,7 +62,7 @@ inflight: dict[str, tuple[Any, ...]] = {}
 
 
 class _Marker:
-    __slots__ = ("done", "ok", "callbacks")
+    __slots__ = ("callbacks", "done", "ok")
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -146,22 +146,29 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     handle = rec[1]
     names = rec[6]
     if names is PRECAPTURED:
-        inputs = rec[7]
-    elif names is not None:
-        inputs = capture_arguments(names, rec[7], rec[8])
+        inputs = dumps(rec[7])
+    elif names is not None:  # the recorder only keeps arguments by reference when all are scalars
+        inputs = arguments_json(names, rec[7], rec[8])
     else:
-        inputs = capture(rec[7])
+        inputs = dumps(capture(rec[7]))
     attributes = rec[9]
-    n = len(rec)
-    if n > 11:
+    if len(rec) > 11:
         output = rec[12]
-        out = None if output is None else dumps(capture(output))
+        # Outputs arrive as scalars or as captures already made on the hot path.
+        if output is None:
+            out = None
+        elif type(output) is str and len(output) < 256 and (len(output) < 8 or output[0] not in "BsgxA"):
+            out = _encode_string(output)  # the common case of scalar_json(), inlined
+        elif type(output) in ATOMIC_TYPES:
+            out = scalar_json(output)
+        else:
+            out = dumps(output)
         status, error, ended = rec[11], rec[13], rec[14]
     else:
         out, status, error, ended = None, "running", None, None
     return (
         rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], rec[4], rec[5], status,
-        dumps(inputs), out, error, None if attributes is None else dumps(capture(attributes)),
+        inputs, out, error, None if attributes is None else dumps(capture(attributes)),
         rec[10], ended, owner,
     )  # fmt: skip
 
@@ -198,14 +205,23 @@ def _cycle_locked() -> None:
     owner = _ids.process_owner()
     popleft = queue.popleft
     touched: set[_StoreState] = set()
+    last_store: Store | None = None
+    state = None
     for _ in range(len(queue)):
         item = popleft()
         kind = type(item)
         if kind is tuple:
-            state = _state(item[1].store)
-            row = _encode_safely(item, owner)
+            store = item[1].store
+            if store is not last_store:
+                state, last_store = _state(store), store
+            assert state is not None
+            try:
+                row = _encode(item, owner)
+            except Exception:
+                row = _encode_safely(item, owner)
             state.pending_calls.append(row)
-            state.running.discard(row[0])
+            if state.running:
+                state.running.discard(row[0])
         elif kind is list:
             state = _state(item[4])
             state.pending_sessions.append((item[0], item[1], item[2], item[3]))
@@ -226,7 +242,8 @@ def _cycle_locked() -> None:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
-        if state.pending_calls or state.pending_sessions or state.pending_aliases or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
+        pending = state.pending_calls or state.pending_sessions or state.pending_aliases
+        if pending or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
             if not _write(state, owner, now):
                 all_ok = False
         elif state.failing:

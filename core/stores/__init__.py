@@ -14,6 +14,7 @@ import importlib
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ._base import AliasRow, CallRecord, CallRow, SessionInfo, SessionRow, Store, StoreError
@@ -59,17 +60,19 @@ def default_store_url() -> str:
     return os.environ.get("OPENPROGRAM_STORE") or f"sqlite:///{openprogram_home() / 'sessions.db'}"
 
 
-def _backend(scheme: str, url: str) -> type[Store]:
+def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     target = _BACKENDS.get(scheme)
     if target is None:
-        raise StoreError(f"unknown store URL scheme {scheme!r} in {safe_url(url)!r}; use sqlite:, memory: or postgresql:")
+        raise StoreError(
+            f"unknown store URL scheme {scheme!r} in {safe_url(url)!r}; use sqlite:, memory: or postgresql:"
+        )
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise StoreError(f"the {scheme} store needs an extra: pip install 'openprogram[postgres]' ({exc})") from exc
-    cls: type[Store] = getattr(module, attr)
-    return cls
+    cls: Callable[[str], Store] = getattr(module, attr)
+    return cls  # every backend's constructor takes its URL (or, for SQLite, its path)
 
 
 def open_store(url: str | os.PathLike[str] | Store | None = None) -> Store:

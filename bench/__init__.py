@@ -1,0 +1,1 @@
+"""Benchmarks; run them all with ``python -m bench`` (see README.md)."""

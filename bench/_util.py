@@ -1,0 +1,27 @@
+"""Shared timing helpers: medians of interleaved repetitions, reported as ratios."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def per_call_ns(loop: Callable[[int], None], n: int, repeats: int = 7) -> float:
+    """Median nanoseconds per iteration of ``loop(n)`` over ``repeats`` runs."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        loop(n)
+        samples.append((time.perf_counter_ns() - start) / n)
+    return statistics.median(samples)
+
+
+def interleaved(candidates: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    """Run each candidate once per round, in rotating order; median of each."""
+    results: dict[str, list[float]] = {name: [] for name in candidates}
+    names = list(candidates)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            results[name].append(candidates[name]())
+    return {name: statistics.median(values) for name, values in results.items()}
