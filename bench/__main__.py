@@ -1,0 +1,54 @@
+"""Run benchmarks: ``python -m bench [NAME ...]`` (default: all). Each runs in its own process.
+
+Every benchmark prints its figures as ratios against a baseline measured in
+the same run, because machines here are noisy. A benchmark whose framework is
+not installed is reported as skipped, with the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name -> (script, module that must be importable, extra that provides it)
+BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
+    "p1": ("p1_hot_path.py", "opentelemetry.sdk", None),
+    "p2": ("p2_sqlite.py", None, None),
+    "p2-postgres": ("p2_postgres.py", "psycopg", "postgres"),
+    "p3-langgraph": ("p3_langgraph.py", "langgraph", "langgraph"),
+    "p3-crewai": ("p3_crewai.py", "crewai", "crewai"),
+    "p3-semantic-kernel": ("p3_semantic_kernel.py", "semantic_kernel", "semantic-kernel"),
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    failed = 0
+    for name in names:
+        if name not in BENCHMARKS:
+            print(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+            return 2
+        script, needs, extra = BENCHMARKS[name]
+        path = os.path.join(HERE, script)
+        if not os.path.exists(path):
+            print(f"== {name}: not written yet ({script})")
+            continue
+        if needs and importlib.util.find_spec(needs) is None:
+            hint = f"pip install 'openprogram[{extra}]'" if extra else f"pip install {needs.split('.')[0]}"
+            print(f"== {name}: skipped, {needs} is not installed ({hint})")
+            continue
+        print(f"== {name} ({script})", flush=True)
+        started = time.perf_counter()
+        code = subprocess.call([sys.executable, path], cwd=os.path.dirname(HERE))
+        print(f"   ({time.perf_counter() - started:.0f}s, exit {code})", flush=True)
+        failed += code != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
