@@ -332,11 +332,18 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
         return None
     with _implicit_lock:
         if _implicit is None:
-            handle = _from_environment()
-            if handle is not None:
-                logger.info("openprogram: joining session %s from the environment", handle.session_id)
-            else:
-                handle = _open_implicit(entry)
+            try:
+                handle = _from_environment()
+                if handle is not None:
+                    logger.info("openprogram: joining session %s from the environment", handle.session_id)
+                else:
+                    handle = _open_implicit(entry)
+            except Exception as exc:  # a misconfigured store never stops the agent: run unrecorded
+                if not _warned:
+                    _warned = True
+                    logger.warning("openprogram: %s ran with no session open and no store could be opened "
+                                   "(%s); running unrecorded", entry, exc)  # fmt: skip
+                return None
             _implicit = handle
     return _implicit
 
