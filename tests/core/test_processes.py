@@ -1,0 +1,197 @@
+"""Crossing process boundaries: a child joining the session, SIGKILL after flush, two writers at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import openprogram
+
+from .conftest import calls_by_name, one, python_env, run_python
+
+CHILD_TOOL = """
+import openprogram
+
+@openprogram.tool
+def child_tool(x):
+    return grandchild(x) * 2
+
+@openprogram.tool
+def grandchild(x):
+    return x + 1
+
+print(child_tool(20))
+"""
+
+
+def test_subprocess_joins_the_parents_session_under_the_parents_call(sqlite_url: str) -> None:
+    results: list[str] = []
+
+    @openprogram.tool
+    def spawn() -> None:
+        env = python_env(**openprogram.export_context())
+        done = run_python(CHILD_TOOL, env=env)
+        assert done.returncode == 0, done.stderr
+        results.append(done.stdout.strip())
+
+    with openprogram.session_context(store=sqlite_url) as h:
+        spawn()
+    assert results == ["42"]
+    store = openprogram.open_store(sqlite_url)
+    parent_call = one(store, h.session_id, "spawn")
+    child = one(store, h.session_id, "child_tool")
+    assert child.parent_id == parent_call.call_id
+    assert child.turn_id == h.turn_id
+    assert child.status == "ok" and child.output == 42
+    assert one(store, h.session_id, "grandchild").parent_id == child.call_id
+    # The child opened no session of its own.
+    assert [s.session_id for s in store.list_sessions()] == [h.session_id]
+
+
+def test_export_context_outside_a_session_is_empty() -> None:
+    assert openprogram.export_context() == {}
+    assert openprogram.export_context({"A": "1"}) == {"A": "1"}
+
+
+def test_export_context_contents(sqlite_url: str) -> None:
+    with openprogram.session_context("exp", store=sqlite_url, turn_id="t1", agent_id="ag") as h:
+        env = openprogram.export_context({"KEEP": "x"})
+    assert env["KEEP"] == "x"
+    assert env["OPENPROGRAM_SESSION_ID"] == "exp"
+    assert env["OPENPROGRAM_TURN_ID"] == "t1"
+    assert env["OPENPROGRAM_PARENT_CALL"] == h.root_call_id
+    assert env["OPENPROGRAM_AGENT_ID"] == "ag"
+    assert openprogram.open_store(env["OPENPROGRAM_STORE"]) is openprogram.open_store(sqlite_url)
+
+
+KILLED_CHILD = """
+import sys
+import openprogram
+
+@openprogram.tool
+def finished(i):
+    return i
+
+@openprogram.tool
+def hangs():
+    for i in range(__N__):
+        finished(i)
+    ok = openprogram.flush()
+    print("flushed" if ok else "flush failed", flush=True)
+    sys.stdin.readline()  # blocks until the parent kills us
+
+with openprogram.session_context("killed", store=__URL__) as h:
+    hangs()
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_sigkill_after_flush_loses_nothing_and_running_calls_read_interrupted(sqlite_url: str) -> None:
+    n = 500
+    code = textwrap.dedent(KILLED_CHILD).replace("__N__", str(n)).replace("__URL__", repr(sqlite_url))
+    child = subprocess.Popen([sys.executable, "-c", code], env=python_env(), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+        assert line == "flushed", child.stderr.read() if child.stderr else line
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        for pipe in (child.stdin, child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert child.returncode == -signal.SIGKILL
+    store = openprogram.open_store(sqlite_url)
+    assert store.integrity_check() == "ok"  # type: ignore[attr-defined]
+    by_name = calls_by_name(store, "killed")
+    assert sorted(c.output for c in by_name["finished"]) == list(range(n))
+    assert {c.status for c in by_name["finished"]} == {"ok"}
+    # Still "running" in the file, reported as interrupted: the writer is dead.
+    assert [c.status for c in by_name["hangs"]] == ["interrupted"]
+    assert [c.status for c in by_name["main"]] == ["interrupted"]
+    assert by_name["finished"][0].parent_id == by_name["hangs"][0].call_id
+    # The store stays fully usable: the session continues.
+    with openprogram.session_context("killed", store=store) as again:
+        pass
+    assert again.created is False
+    assert len([c for c in store.list_calls("killed") if c.kind == "turn"]) == 2
+
+
+WRITER = """
+import sys
+import openprogram
+
+@openprogram.tool
+def write(proc, i, payload):
+    return i
+
+sys.stdin.readline()  # start together
+with openprogram.session_context("shared", store=__URL__, agent_id="w" + __PROC__):
+    for i in range(__N__):
+        write(__PROC__, i, {"text": "x" * 50})
+        if i % 500 == 0:
+            openprogram.flush()
+print("done", flush=True)
+"""
+
+
+def test_two_processes_writing_one_store_lose_nothing(sqlite_url: str) -> None:
+    n = 3000
+    procs = []
+    for p in ("0", "1"):
+        code = textwrap.dedent(WRITER).replace("__PROC__", repr(p)).replace("__N__", str(n)).replace("__URL__", repr(sqlite_url))
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=python_env(), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
+    for proc in procs:  # both are started and waiting: release them together
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.strip() == "done"
+    store = openprogram.open_store(sqlite_url)
+    by_name = calls_by_name(store, "shared")
+    writes = by_name["write"]
+    assert len(writes) == 2 * n
+    for p in ("0", "1"):
+        assert sorted(c.output for c in writes if c.inputs["proc"] == p) == list(range(n))
+    assert len(by_name["w0"]) == len(by_name["w1"]) == 1
+    turns = {t.call_id for t in by_name["w0"] + by_name["w1"]}
+    assert {c.parent_id for c in writes} == turns
+    assert all(c.status == "ok" for c in store.list_calls("shared"))
+    assert store.integrity_check() == "ok"  # type: ignore[attr-defined]
+
+
+def test_forked_child_records_into_the_parents_session(sqlite_url: str) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("needs fork")
+
+    @openprogram.tool
+    def in_child() -> int:
+        return os.getpid()
+
+    with openprogram.session_context("forked", store=sqlite_url) as h:
+        openprogram.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: record, flush, leave without running the parent's cleanup
+            code = 0
+            try:
+                in_child()
+                code = 0 if openprogram.flush() else 3
+            except BaseException:
+                code = 4
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    call = one(openprogram.open_store(sqlite_url), "forked", "in_child")
+    assert call.output == pid
+    assert call.parent_id == h.root_call_id
+    assert call.status == "ok"
