@@ -14,9 +14,8 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram import _session, _writer
 from openprogram._context import call_var, session_var
 
@@ -103,7 +102,9 @@ def python_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, *, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter of this venv; returns the completed process."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -111,4 +112,5 @@ def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float =
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
     )

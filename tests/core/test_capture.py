@@ -7,10 +7,9 @@ import json
 import math
 from typing import Any
 
+import openprogram
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import openprogram
 from openprogram._capture import REDACTED, capture, dumps
 
 from .conftest import one
@@ -186,9 +185,13 @@ def test_mutating_collection_while_capturing_never_raises() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8),
-    lambda children: st.lists(children, max_size=6)
-    | st.tuples(children, children)
-    | st.dictionaries(st.text(max_size=12) | st.sampled_from(["password", "api_key", "Token", "x"]), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.tuples(children, children)
+        | st.dictionaries(
+            st.text(max_size=12) | st.sampled_from(["password", "api_key", "Token", "x"]), children, max_size=6
+        )
+    ),
     max_leaves=40,
 )
 

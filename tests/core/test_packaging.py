@@ -7,9 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 
 from .conftest import run_python
 
@@ -31,8 +30,18 @@ def test_import_loads_no_framework_and_no_optional_dependency() -> None:
 def test_public_api_is_exported() -> None:
     for name in openprogram.__all__:
         assert hasattr(openprogram, name), name
-    for name in ("session_context", "run_with_session", "get_current_session", "require_current_session",
-                 "tool", "instrument", "uninstrument", "DidNotEnable", "open_store", "flush"):  # fmt: skip
+    for name in (
+        "session_context",
+        "run_with_session",
+        "get_current_session",
+        "require_current_session",
+        "tool",
+        "instrument",
+        "uninstrument",
+        "DidNotEnable",
+        "open_store",
+        "flush",
+    ):
         assert name in openprogram.__all__
 
 
@@ -44,8 +53,10 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-@pytest.mark.skipif(any(_installed(m) for m in ("langgraph", "crewai", "semantic_kernel")),
-                    reason="a framework is installed: the core tests expect none")  # fmt: skip
+@pytest.mark.skipif(
+    any(_installed(m) for m in ("langgraph", "crewai", "semantic_kernel")),
+    reason="a framework is installed: the core tests expect none",
+)
 def test_instrument_with_no_framework_enables_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="openprogram")
     try:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 
 from .conftest import one, run_python
 
@@ -17,8 +16,7 @@ def orphan(x: int) -> int:
     return x + 1
 
 
-def test_auto_is_the_default_logs_the_id_and_exposes_it(caplog: pytest.LogCaptureFixture,
-                                                        isolated_home: Path) -> None:  # fmt: skip
+def test_auto_is_the_default_logs_the_id_and_exposes_it(caplog: pytest.LogCaptureFixture, isolated_home: Path) -> None:
     caplog.set_level(logging.INFO, logger="openprogram")
     assert openprogram.implicit_session() is None
     assert orphan(1) == 2
@@ -47,8 +45,9 @@ def test_auto_session_can_be_continued_by_id(store: openprogram.Store) -> None:
         assert h.created is False
 
 
-def test_warn_runs_unrecorded_with_one_warning(caplog: pytest.LogCaptureFixture,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_warn_runs_unrecorded_with_one_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENPROGRAM_NO_SESSION", "warn")
     caplog.set_level(logging.WARNING, logger="openprogram")
     assert orphan(1) == 2
@@ -97,8 +96,9 @@ def test_call_scope_follows_the_policy() -> None:
     assert node.parent_id == handle.root_call_id
 
 
-def test_misconfigured_store_does_not_break_a_tool_outside_a_session(monkeypatch: pytest.MonkeyPatch,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_misconfigured_store_does_not_break_tools_outside_a_session(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("OPENPROGRAM_STORE", "bogus://nowhere")
     caplog.set_level(logging.WARNING, logger="openprogram")
     assert orphan(1) == 2
@@ -112,7 +112,7 @@ def test_misconfigured_store_does_not_break_a_tool_outside_a_session(monkeypatch
 def test_implicit_session_turn_is_closed_at_exit(tmp_path: Path) -> None:
     db = tmp_path / "exit.db"
     result = run_python(
-        f"""
+        """
         import openprogram
         @openprogram.tool
         def t(): return 1

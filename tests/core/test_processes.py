@@ -7,11 +7,9 @@ import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
-import pytest
 
 import openprogram
+import pytest
 
 from .conftest import calls_by_name, one, python_env, run_python
 
@@ -95,8 +93,14 @@ with openprogram.session_context("killed", store=__URL__) as h:
 def test_sigkill_after_flush_loses_nothing_and_running_calls_read_interrupted(sqlite_url: str) -> None:
     n = 500
     code = textwrap.dedent(KILLED_CHILD).replace("__N__", str(n)).replace("__URL__", repr(sqlite_url))
-    child = subprocess.Popen([sys.executable, "-c", code], env=python_env(), stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=python_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         line = child.stdout.readline().strip()
@@ -146,9 +150,22 @@ def test_two_processes_writing_one_store_lose_nothing(sqlite_url: str) -> None:
     n = 3000
     procs = []
     for p in ("0", "1"):
-        code = textwrap.dedent(WRITER).replace("__PROC__", repr(p)).replace("__N__", str(n)).replace("__URL__", repr(sqlite_url))
-        procs.append(subprocess.Popen([sys.executable, "-c", code], env=python_env(), stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
+        code = (
+            textwrap.dedent(WRITER)
+            .replace("__PROC__", repr(p))
+            .replace("__N__", str(n))
+            .replace("__URL__", repr(sqlite_url))
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                env=python_env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for proc in procs:  # both are started and waiting: release them together
         assert proc.stdin is not None
         proc.stdin.write("go\n")

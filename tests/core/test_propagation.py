@@ -22,7 +22,10 @@ def test_propagate_into_a_thread(store: openprogram.Store) -> None:
 
     @openprogram.tool
     def spawner() -> None:
-        t = threading.Thread(target=openprogram.propagate(lambda: results.append(leaf("t"))))
+        def target() -> None:
+            results.append(leaf("t"))
+
+        t = threading.Thread(target=openprogram.propagate(target))
         t.start()
         t.join()
 

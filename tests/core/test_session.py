@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
-
-import pytest
+from collections.abc import AsyncGenerator, Generator
 
 import openprogram
+import pytest
 from openprogram._context import call_var, session_var
 
 from .conftest import calls_by_name, one
@@ -176,7 +175,7 @@ async def test_reset_on_cancellation(store: openprogram.Store) -> None:
 
 
 def test_reset_on_generator_close(store: openprogram.Store) -> None:
-    def agent() -> Iterator[str]:
+    def agent() -> Generator[str, None, None]:
         with openprogram.session_context("gen", store=store):
             echo("inside")
             yield "first"
@@ -192,7 +191,7 @@ def test_reset_on_generator_close(store: openprogram.Store) -> None:
 
 
 async def test_reset_on_async_generator_close(store: openprogram.Store) -> None:
-    async def agent() -> AsyncIterator[str]:
+    async def agent() -> AsyncGenerator[str, None]:
         async with openprogram.session_context("agen", store=store):
             yield "first"
             yield "never"

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-import os
+import re
 import sqlite3
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram import _writer
 from openprogram._cli import main as cli
+from openprogram.stores import AliasRow, CallRow, SessionRow
 from openprogram.stores.memory import MemoryStore
 
 from .conftest import one
@@ -65,8 +65,7 @@ def test_environment_is_read_when_the_store_is_opened(tmp_path: Path, monkeypatc
     assert openprogram.open_store().url == f"sqlite:///{second / 'sessions.db'}"
 
 
-def test_openprogram_store_overrides_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          isolated_home: Path) -> None:  # fmt: skip
+def test_openprogram_store_overrides_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
     db = tmp_path / "elsewhere.db"
     monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{db}")
     with openprogram.session_context() as h:
@@ -103,7 +102,7 @@ def test_memory_urls() -> None:
 def test_bad_store_urls_give_clear_errors() -> None:
     with pytest.raises(openprogram.StoreError, match="unknown store URL scheme 'bogus'"):
         openprogram.open_store("bogus://x")
-    with pytest.raises(openprogram.StoreError, match="sqlite:///relative.db"):
+    with pytest.raises(openprogram.StoreError, match=re.escape("sqlite:///relative.db")):
         openprogram.open_store("sqlite://no-slash.db")
 
 
@@ -162,14 +161,15 @@ class FlakyStore(MemoryStore):
         super().__init__("memory://flaky")
         self.down = True
 
-    def write(self, sessions: Sequence[object], calls: Sequence[object], aliases: Sequence[object] = ()) -> None:  # type: ignore[override]
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         if self.down:
             raise openprogram.StoreError("cannot reach flaky-host:5432")
-        super().write(sessions, calls, aliases)  # type: ignore[arg-type]
+        super().write(sessions, calls, aliases)
 
 
-def test_unusable_sqlite_path_never_stops_the_agent(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                                    discard_stores: list[openprogram.Store]) -> None:  # fmt: skip
+def test_unusable_sqlite_path_never_stops_the_agent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, discard_stores: list[openprogram.Store]
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     url = f"sqlite:///{blocker / 'sessions.db'}"
@@ -186,8 +186,9 @@ def test_unusable_sqlite_path_never_stops_the_agent(tmp_path: Path, caplog: pyte
     assert str(blocker / "sessions.db") in warnings[0]
 
 
-def test_outage_buffers_then_recovers(caplog: pytest.LogCaptureFixture,
-                                      discard_stores: list[openprogram.Store]) -> None:  # fmt: skip
+def test_outage_buffers_then_recovers(
+    caplog: pytest.LogCaptureFixture, discard_stores: list[openprogram.Store]
+) -> None:
     flaky = FlakyStore()
     discard_stores.append(flaky)
     with openprogram.session_context("outage", store=flaky):
@@ -201,8 +202,9 @@ def test_outage_buffers_then_recovers(caplog: pytest.LogCaptureFixture,
     assert [c.output for c in flaky.list_calls("outage") if c.name == "ping"] == [1, 2]
 
 
-def test_spill_file_and_import(isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                               discard_stores: list[openprogram.Store]) -> None:  # fmt: skip
+def test_spill_file_and_import(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, discard_stores: list[openprogram.Store]
+) -> None:
     monkeypatch.setattr(_writer, "MAX_PENDING_ROWS", 5)
     flaky = FlakyStore()
     discard_stores.append(flaky)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import typing
-from collections.abc import AsyncIterator, Iterator
-
-import pytest
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 import openprogram
+import pytest
 from openprogram._context import call_var, session_var
 
 from .conftest import calls_by_name, one
@@ -28,7 +27,7 @@ async def aadd(a: int, b: int = 1) -> int:
 
 
 @openprogram.tool
-def count(n: int) -> Iterator[int]:
+def count(n: int) -> Generator[int, None, int]:
     yield from range(n)
     return n
 
@@ -123,7 +122,7 @@ def test_generator_closed_early_is_interrupted_and_context_restored(store: openp
     seen_inside: list[object] = []
 
     @openprogram.tool
-    def stream() -> Iterator[int]:
+    def stream() -> Generator[int, None, None]:
         for i in range(10):
             seen_inside.append(call_var.get())
             yield i
@@ -146,7 +145,7 @@ def test_generator_closed_early_is_interrupted_and_context_restored(store: openp
 
 async def test_async_generator_closed_early(store: openprogram.Store) -> None:
     @openprogram.tool
-    async def astream() -> AsyncIterator[int]:
+    async def astream() -> AsyncGenerator[int, None]:
         for i in range(10):
             yield i
 
@@ -240,7 +239,7 @@ def test_user_exception_propagates_as_same_object(store: openprogram.Store) -> N
             fails(1)
         assert info.value is boom
         with pytest.raises(KeyError) as info2:
-            fails(x=[1])  # slow path
+            fails(x=[1])  # type: ignore[arg-type]  # slow path
         assert info2.value is boom
         with pytest.raises(KeyError) as info3:
             list(gen_fails())
@@ -325,7 +324,7 @@ def test_override_wins_over_the_context(store: openprogram.Store) -> None:
     with openprogram.session_context("elsewhere", store=other_store) as elsewhere:
         pass
     with openprogram.session_context("here", store=store):
-        assert add(1, _session=elsewhere) == 2
+        assert add(1, _session=elsewhere) == 2  # type: ignore[call-arg]
         assert add(2) == 3
     moved = one(other_store, "elsewhere", "add")
     assert moved.inputs == {"a": 1}  # _session is not an input
@@ -346,7 +345,7 @@ def test_nested_calls_follow_the_override(store: openprogram.Store) -> None:
     with openprogram.session_context("target", store=store) as target:
         pass
     with openprogram.session_context("current", store=store):
-        assert outer(_session=target) == "target"
+        assert outer(_session=target) == "target"  # type: ignore[call-arg]
         assert openprogram.require_current_session().session_id == "current"
     o = one(store, "target", "outer")
     assert one(store, "target", "inner").parent_id == o.call_id
@@ -366,8 +365,8 @@ async def test_declared_session_is_always_overwritten(store: openprogram.Store) 
         # No override: the function receives the current session.
         assert wrapped("q") == "q:declared"
         # A value sent by a model is not a handle: replaced by the current session.
-        assert wrapped("q", _session="forged-by-model") == "q:declared"
-        assert wrapped("q", _session={"session_id": "x"}) == "q:declared"
+        assert wrapped("q", _session="forged-by-model") == "q:declared"  # type: ignore[arg-type]
+        assert wrapped("q", _session={"session_id": "x"}) == "q:declared"  # type: ignore[arg-type]
         # A real handle wins.
         assert wrapped("q", _session=explicit) == "q:explicit"
         assert await atakes(_session="forged") is h
@@ -378,7 +377,7 @@ async def test_declared_session_is_always_overwritten(store: openprogram.Store) 
 
 def test_session_sent_to_function_without_the_parameter_is_dropped(store: openprogram.Store) -> None:
     with openprogram.session_context("drop", store=store):
-        assert add(1, _session="forged") == 2
+        assert add(1, _session="forged") == 2  # type: ignore[call-arg]
     assert one(store, "drop", "add").inputs == {"a": 1}
 
 
