@@ -120,7 +120,10 @@ class session_context:
         return handle
 
     def _uninstall(self, exc: BaseException | None) -> _Entry:
-        entry = self._entries.pop()
+        # The entry made in this context: one object may be entered by several tasks at once.
+        entries, current = self._entries, session_var.get()
+        entry = next((e for e in reversed(entries) if e.handle is current), None) or entries[-1]
+        entries.remove(entry)
         _reset(call_var, entry.tokens[1])
         _reset(session_var, entry.tokens[0])
         try:
