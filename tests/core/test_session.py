@@ -276,3 +276,55 @@ def test_valid_id_edge_cases(store: openprogram.Store) -> None:
     for good in ("a", "a" * 128, "user@example.com:chat-1+x_y.z"):
         with openprogram.session_context(good, store=store) as h:
             assert h.session_id == good
+
+
+async def test_one_object_entered_by_concurrent_tasks_never_leaks(store: openprogram.Store) -> None:
+    ctx = openprogram.session_context("shared-ctx", store=store)
+    first_inside, second_inside, first_left = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def handler(first: bool) -> tuple[object, object, str]:
+        async with ctx as h:
+            if first:  # enters first and leaves first: not LIFO across tasks
+                first_inside.set()
+                await second_inside.wait()
+            else:
+                second_inside.set()
+                await first_left.wait()
+            echo(h.turn_id)
+            assert openprogram.get_current_session() is h
+        if first:
+            first_left.set()
+        return session_var.get(), call_var.get(), h.turn_id
+
+    a = asyncio.create_task(handler(True))
+    await first_inside.wait()
+    b = asyncio.create_task(handler(False))
+    results = await asyncio.gather(a, b)
+    assert [r[:2] for r in results] == [(None, None), (None, None)]
+    by_turn = {t.turn_id: t for t in turns(store, "shared-ctx")}
+    assert set(by_turn) == {results[0][2], results[1][2]}
+    assert all(t.status == "ok" for t in by_turn.values())
+    for e in calls_by_name(store, "shared-ctx")["echo"]:
+        assert e.parent_id == by_turn[e.inputs["value"]].call_id
+
+
+def test_one_object_entered_by_threads_never_leaks(store: openprogram.Store) -> None:
+    import threading
+
+    ctx = openprogram.session_context("shared-threads", store=store)
+    inside = threading.Barrier(4)
+    leaked: list[object] = []
+
+    def worker() -> None:
+        with ctx:
+            inside.wait()  # all four are inside at once
+            echo("t")
+        leaked.append(session_var.get())
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert leaked == [None] * 4
+    assert len(turns(store, "shared-threads")) == 4
