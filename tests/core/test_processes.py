@@ -212,3 +212,113 @@ def test_forked_child_records_into_the_parents_session(sqlite_url: str) -> None:
     assert call.output == pid
     assert call.parent_id == h.root_call_id
     assert call.status == "ok"
+
+
+LIVE_CHILD = """
+import sys
+import openprogram
+
+@openprogram.tool
+def waiting():
+    print("flushed" if openprogram.flush() else "flush failed", flush=True)
+    sys.stdin.readline()  # until the parent says go
+    return "done"
+
+with openprogram.session_context("live", store=__URL__):
+    waiting()
+"""
+
+
+def test_running_calls_of_a_live_process_stay_running(sqlite_url: str) -> None:
+    code = textwrap.dedent(LIVE_CHILD).replace("__URL__", repr(sqlite_url))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=python_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "flushed"
+        store = openprogram.open_store(sqlite_url)
+        assert {c.name: c.status for c in store.list_calls("live")} == {"main": "running", "waiting": "running"}
+    finally:
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        _, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert {c.name: (c.status, c.output) for c in store.list_calls("live")} == {
+        "main": ("ok", None),
+        "waiting": ("ok", "done"),
+    }
+
+
+def test_liveness_of_writers_on_other_hosts_follows_their_heartbeat(store: openprogram.Store) -> None:
+    import time
+
+    now = time.time()
+
+    def row(call_id: str, owner: str) -> tuple[object, ...]:
+        return (
+            call_id,
+            "remote",
+            "t",
+            None,
+            "tool",
+            call_id,
+            None,
+            "running",
+            "{}",
+            None,
+            None,
+            None,
+            now,
+            None,
+            owner,
+        )
+
+    store.write(
+        [("remote", "main", now, now)],
+        [row("fresh", "other-host:1:aaaa"), row("stale", "other-host:2:bbbb"), row("silent", "other-host:3:cccc")],  # type: ignore[list-item]
+    )
+    store.heartbeat("other-host:1:aaaa", now)
+    store.heartbeat("other-host:2:bbbb", now - 3600)
+    statuses = {c.call_id: c.status for c in store.list_calls("remote")}
+    assert statuses == {"fresh": "running", "stale": "interrupted", "silent": "interrupted"}
+
+
+def test_calls_still_running_at_exit_are_recorded_interrupted(sqlite_url: str) -> None:
+    result = run_python(
+        f"""
+        import threading
+        import openprogram
+
+        started = threading.Event()
+
+        @openprogram.tool
+        def forever():
+            started.set()
+            threading.Event().wait()
+
+        @openprogram.tool
+        def quick(i):
+            return i
+
+        with openprogram.session_context("exiting", store={sqlite_url!r}) as h:
+            threading.Thread(target=openprogram.propagate(forever), daemon=True).start()
+            started.wait()
+            for i in range(10):
+                quick(i)
+        # no flush: leaving the session and the interpreter make it durable
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    by_name = calls_by_name(openprogram.open_store(sqlite_url), "exiting")
+    assert sorted(c.output for c in by_name["quick"]) == list(range(10))
+    [forever] = by_name["forever"]
+    assert forever.status == "interrupted"
+    assert forever.error == "process exited while the call was running"
+    assert forever.ended_at is not None
+    assert [c.status for c in by_name["main"]] == ["ok"]

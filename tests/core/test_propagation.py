@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from pathlib import Path
 
 import openprogram
+import pytest
 
 from .conftest import calls_by_name, one
 
@@ -109,7 +111,10 @@ async def test_create_task_and_gather(store: openprogram.Store) -> None:
     assert {c.parent_id for c in calls_by_name(store, "tasks")["leaf"]} == by_child
 
 
-async def test_200_concurrent_tasks_each_in_its_own_session(store: openprogram.Store) -> None:
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_200_concurrent_tasks_each_in_its_own_session(backend: str, tmp_path: Path) -> None:
+    store = openprogram.open_store("memory://" if backend == "memory" else f"sqlite:///{tmp_path / 'many.db'}")
+
     @openprogram.tool
     async def step(task_no: int, depth: int) -> int:
         await asyncio.sleep(0)  # interleave with the other tasks
