@@ -322,3 +322,42 @@ def test_calls_still_running_at_exit_are_recorded_interrupted(sqlite_url: str) -
     assert forever.error == "process exited while the call was running"
     assert forever.ended_at is not None
     assert [c.status for c in by_name["main"]] == ["ok"]
+
+
+def test_records_of_an_unwritable_store_are_spilled_at_exit_and_imported(tmp_path: Path, isolated_home: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    broken_url = f"sqlite:///{blocker / 'sessions.db'}"
+    result = run_python(
+        f"""
+        import openprogram
+
+        @openprogram.tool
+        def kept(i):
+            return i
+
+        with openprogram.session_context("outage", store={broken_url!r}):
+            for i in range(25):
+                kept(i)
+        print("agent finished")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "agent finished" in result.stdout
+    assert str(blocker / "sessions.db") in result.stderr  # the warning names the store
+    spills = sorted((isolated_home / "spill").glob("*.jsonl"))
+    assert len(spills) == 1
+    assert "openprogram import" in result.stderr
+    target = f"sqlite:///{tmp_path / 'recovered.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "openprogram", "--store", target, "import", str(spills[0])],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    by_name = calls_by_name(openprogram.open_store(target), "outage")
+    assert sorted(c.output for c in by_name["kept"]) == list(range(25))
+    assert [t.status for t in by_name["main"]] == ["ok"]
