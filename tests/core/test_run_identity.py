@@ -20,7 +20,7 @@ def test_outside_a_session_the_identity_derives_a_stable_session() -> None:
         assert h2.created is False
     weird = session_for_run("crewai", "has spaces/and slashes " * 10)
     assert weird is not None
-    openprogram._ids.validate_session_id(weird.session_id)  # type: ignore[arg-type]
+    openprogram._ids.validate_session_id(weird.session_id)
 
 
 def test_inside_a_session_the_identity_is_bound_to_it_across_processes() -> None:

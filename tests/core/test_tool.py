@@ -399,3 +399,51 @@ def test_mutable_arguments_are_snapshotted_at_call_time(store: openprogram.Store
     call = one(store, h.session_id, "mutate")
     assert call.inputs == {"items": [1]}
     assert call.output == [1, 99]
+
+
+def _gen_with_session(n: int, _session: openprogram.SessionHandle | None = None) -> Generator[str, None, None]:
+    for _ in range(n):
+        yield _session.session_id if _session else "none"
+
+
+async def _agen_with_session(n: int, _session: openprogram.SessionHandle | None = None) -> AsyncGenerator[str, None]:
+    for _ in range(n):
+        yield _session.session_id if _session else "none"
+
+
+async def _async_with_session(n: int, _session: openprogram.SessionHandle | None = None) -> str:
+    return _session.session_id if _session else "none"
+
+
+class _WithSession:
+    def method(self, n: int, _session: openprogram.SessionHandle | None = None) -> str:
+        return _session.session_id if _session else "none"
+
+
+def test_session_is_hidden_for_every_kind() -> None:
+    for fn in (_gen_with_session, _agen_with_session, _async_with_session, _WithSession.method):
+        wrapped = openprogram.tool(fn)
+        assert "_session" not in inspect.signature(wrapped).parameters, fn
+        assert "_session" not in wrapped.__annotations__, fn
+        assert "_session" in fn.__annotations__, fn  # the original is untouched
+
+
+async def test_session_override_for_every_kind(store: openprogram.Store) -> None:
+    gen = openprogram.tool(_gen_with_session)
+    agen = openprogram.tool(_agen_with_session)
+    afn = openprogram.tool(_async_with_session)
+    method = openprogram.tool(_WithSession.method)
+    obj = _WithSession()
+    with openprogram.session_context("kind-target", store=store) as target:
+        pass
+    async with openprogram.session_context("kind-current", store=store):
+        assert list(gen(2)) == ["kind-current"] * 2
+        assert list(gen(1, _session=target)) == ["kind-target"]
+        assert [s async for s in agen(1, _session=target)] == ["kind-target"]
+        assert [s async for s in agen(1, _session="forged")] == ["kind-current"]  # type: ignore[arg-type]
+        assert await afn(1, _session=target) == "kind-target"
+        assert method(obj, 1, _session=target) == "kind-target"
+        assert method(obj, 1) == "kind-current"
+    in_target = sorted(c.name for c in store.list_calls("kind-target") if c.kind == "tool")
+    assert in_target == ["_agen_with_session", "_async_with_session", "_gen_with_session", "method"]
+    assert all(c.inputs == {"n": 1} for c in store.list_calls("kind-target") if c.kind == "tool")
