@@ -229,3 +229,21 @@ def test_set_limits_applies() -> None:
         assert len(dumps(capture({str(i): "z" * 10 for i in range(100)}))) <= 400
     finally:
         openprogram.set_limits(old)
+
+
+SECRET_KEYS = [
+    "password", "PASSWORD", "db_password", "pass_word", "passwd", "api_key", "apiKey", "OPENAI_API_KEY",
+    "x-api-key", "X-Api-Key", "api-key", "Api Key", "private-key", "privateKey", "access-key", "SessionKey",
+    "session_key", "client_secret", "clientSecret", "secret", "token", "refresh_token", "x-auth-token",
+    "Authorization", "Proxy-Authorization", "cookie", "set-cookie", "credentials",
+]  # fmt: skip
+PLAIN_KEYS = ["author", "monkey", "keyboard", "tokenizer", "secretary", "key", "api", "user_id", "query"]
+
+
+def test_secret_key_spellings_are_redacted() -> None:
+    captured = capture({key: SECRET for key in SECRET_KEYS})
+    assert {k: v for k, v in captured.items() if v != REDACTED} == {}
+
+
+def test_plain_keys_are_kept() -> None:
+    assert capture({key: "v" for key in PLAIN_KEYS}) == {key: "v" for key in PLAIN_KEYS}
