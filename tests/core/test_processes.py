@@ -188,6 +188,7 @@ def test_two_processes_writing_one_store_lose_nothing(sqlite_url: str) -> None:
     assert store.integrity_check() == "ok"  # type: ignore[attr-defined]
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_forked_child_records_into_the_parents_session(sqlite_url: str) -> None:
     if not hasattr(os, "fork"):
         pytest.skip("needs fork")
@@ -362,3 +363,30 @@ def test_records_of_an_unwritable_store_are_spilled_at_exit_and_imported(tmp_pat
     by_name = calls_by_name(openprogram.open_store(target), "outage")
     assert sorted(c.output for c in by_name["kept"]) == list(range(25))
     assert [t.status for t in by_name["main"]] == ["ok"]
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_forked_child_does_not_inherit_the_parents_store_lock_or_connection(sqlite_url: str) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("needs fork")
+    store = openprogram.open_store(sqlite_url)
+
+    @openprogram.tool
+    def in_child() -> int:
+        return 1
+
+    with openprogram.session_context("fork-lock", store=store):
+        openprogram.flush()
+        # Fork while the store is busy, as when the writer thread is in the middle of a batch.
+        with store._lock:  # type: ignore[attr-defined]
+            pid = os.fork()
+            if pid == 0:
+                code = 5
+                try:
+                    in_child()
+                    code = 0 if openprogram.flush(timeout=10) else 3
+                finally:
+                    os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child could not write: it inherited a held lock"
+    assert one(store, "fork-lock", "in_child").status == "ok"
