@@ -186,10 +186,17 @@ class run_with_session:
         return self.handle
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        tokens = self._tokens.pop()
-        if len(tokens) == 2:
-            _reset(call_var, tokens[1])
-        _reset(session_var, tokens[0])
+        # The tokens set in this context: one object may be entered by several threads or tasks at once.
+        for tokens in reversed(self._tokens):
+            try:
+                session_var.reset(tokens[0])
+            except ValueError:  # set in another context
+                continue
+            self._tokens.remove(tokens)
+            if len(tokens) == 2:
+                _reset(call_var, tokens[1])
+            return
+        logger.debug("openprogram: run_with_session left in a context it was not entered in; ignored")
 
     async def __aenter__(self) -> SessionHandle:
         return self.__enter__()
