@@ -328,3 +328,35 @@ def test_one_object_entered_by_threads_never_leaks(store: openprogram.Store) -> 
         t.join()
     assert leaked == [None] * 4
     assert len(turns(store, "shared-threads")) == 4
+
+
+def test_one_run_with_session_object_shared_by_threads_never_leaks(store: openprogram.Store) -> None:
+    import threading
+
+    with openprogram.session_context("rws-shared", store=store) as h:
+        shared = openprogram.run_with_session(h)
+    first_inside, second_inside, first_left = threading.Event(), threading.Event(), threading.Event()
+    after: dict[str, object] = {}
+
+    def worker(first: bool) -> None:
+        with shared:
+            if first:  # enters first and leaves first: not LIFO across threads
+                first_inside.set()
+                second_inside.wait()
+            else:
+                second_inside.set()
+                first_left.wait()
+            echo("first" if first else "second")
+        after["first" if first else "second"] = (session_var.get(), call_var.get())
+        if first:
+            first_left.set()
+
+    a = threading.Thread(target=worker, args=(True,))
+    a.start()
+    first_inside.wait()
+    b = threading.Thread(target=worker, args=(False,))
+    b.start()
+    a.join()
+    b.join()
+    assert after == {"first": (None, None), "second": (None, None)}
+    assert {e.parent_id for e in calls_by_name(store, "rws-shared")["echo"]} == {h.root_call_id}
