@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import openprogram
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openprogram._capture import REDACTED, capture, dumps
@@ -247,3 +248,16 @@ def test_secret_key_spellings_are_redacted() -> None:
 
 def test_plain_keys_are_kept() -> None:
     assert capture({key: "v" for key in PLAIN_KEYS}) == {key: "v" for key in PLAIN_KEYS}
+
+
+def test_error_messages_are_bounded(store: openprogram.Store) -> None:
+    @openprogram.tool
+    def loud() -> None:
+        raise ValueError("e" * 1_000_000)
+
+    with openprogram.session_context(store=store) as h:
+        with pytest.raises(ValueError):
+            loud()
+    error = one(store, h.session_id, "loud").error
+    assert error is not None and error.startswith("ValueError: eee")
+    assert len(error) < 10_000

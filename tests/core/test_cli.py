@@ -58,18 +58,18 @@ def recorded(sqlite_url: str) -> str:
 
 
 def test_sessions_most_recent_first(sqlite_url: str) -> None:
-    for sid in ("older", "newer"):
+    for sid in ("a-older", "b-newer"):  # named so that a timestamp tie sorts the same way
         with openprogram.session_context(sid, store=sqlite_url):
             search(sid)
     code, out = run_cli("--store", sqlite_url, "sessions")
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["SESSION", "AGENT", "CALLS"]
-    assert [line.split()[0] for line in lines[1:]] == ["newer", "older"]
+    assert [line.split()[0] for line in lines[1:]] == ["b-newer", "a-older"]
     assert lines[1].split()[1:3] == ["main", "2"]
     code, out = run_cli("--store", sqlite_url, "sessions", "--json")
     assert code == 0
-    assert [s["session_id"] for s in json.loads(out)] == ["newer", "older"]
+    assert [s["session_id"] for s in json.loads(out)] == ["b-newer", "a-older"]
 
 
 def test_sessions_on_an_empty_store(tmp_path: Path) -> None:
