@@ -117,6 +117,8 @@ def _start(
 
         handle = implicit_session(f"tool {name!r}")
         if handle is None:
+            if accepts_session:
+                kwargs["_session"] = None  # unrecorded, but the declared parameter still gets a value
             return None
     if current is handle:
         parent = call_var.get() or handle.root_call_id
