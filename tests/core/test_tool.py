@@ -447,3 +447,37 @@ async def test_session_override_for_every_kind(store: openprogram.Store) -> None
     in_target = sorted(c.name for c in store.list_calls("kind-target") if c.kind == "tool")
     assert in_target == ["_agen_with_session", "_async_with_session", "_gen_with_session", "method"]
     assert all(c.inputs == {"n": 1} for c in store.list_calls("kind-target") if c.kind == "tool")
+
+
+class AsyncCallable:
+    """A callable object whose ``__call__`` is a coroutine function (as some frameworks' tools are)."""
+
+    async def __call__(self, x: int) -> int:
+        inner_result: int = add(x)
+        return inner_result
+
+
+async def test_async_callable_object_keeps_its_kind(store: openprogram.Store) -> None:
+    wrapped = openprogram.tool(AsyncCallable())
+    assert inspect.iscoroutinefunction(wrapped)
+    async with openprogram.session_context(store=store) as h:
+        assert await wrapped(4) == 5
+    call = one(store, h.session_id, "AsyncCallable")
+    assert (call.status, call.output, call.inputs) == ("ok", 5, {"x": 4})
+    assert one(store, h.session_id, "add").parent_id == call.call_id
+
+
+def test_declared_session_parameter_still_receives_a_value_when_unrecorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_NO_SESSION", "warn")
+
+    @openprogram.tool
+    def needs(x: int, _session: openprogram.SessionHandle | None) -> tuple[int, object]:
+        return x, _session
+
+    @openprogram.tool
+    def gen_needs(_session: object) -> Generator[object, None, None]:
+        yield _session
+
+    assert needs(1) == (1, None)
+    assert needs(2, _session="forged") == (2, None)
+    assert list(gen_needs()) == [None]
