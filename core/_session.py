@@ -272,7 +272,11 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
         return None
     if _current_policy() != "auto":
         return None
-    store = open_store()
+    try:
+        store = open_store()
+    except Exception as exc:  # a misconfigured store never stops the agent: the run records nothing
+        logger.warning("openprogram: cannot open the store for %s run %r: %s", namespace, key, exc)
+        return None
     session_id = _bound.get((id(store), namespace, key))
     if session_id is None:
         try:
