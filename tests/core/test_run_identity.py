@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import openprogram
+import pytest
 from openprogram._session import session_for_run
 
 from .conftest import run_python
@@ -41,3 +42,8 @@ def test_inside_a_session_the_identity_is_bound_to_it_across_processes() -> None
 def test_not_auto_policy_returns_none() -> None:
     openprogram.configure(no_session="warn")
     assert session_for_run("langgraph", "thread-warn") is None
+
+
+def test_misconfigured_store_never_raises_into_the_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_STORE", "bogus://nowhere")
+    assert session_for_run("langgraph", "thread-misconfigured") is None
