@@ -261,3 +261,15 @@ def test_error_messages_are_bounded(store: openprogram.Store) -> None:
     error = one(store, h.session_id, "loud").error
     assert error is not None and error.startswith("ValueError: eee")
     assert len(error) < 10_000
+
+
+def test_capturing_never_consumes_iterators(store: openprogram.Store) -> None:
+    @openprogram.tool
+    def total(values: Any) -> int:
+        return sum(values)
+
+    with openprogram.session_context(store=store) as h:
+        assert total(i for i in range(4)) == 6
+        assert total(iter([1, 2])) == 3
+        assert total(range(3)) == 3
+    assert [c.output for c in store.list_calls(h.session_id) if c.name == "total"] == [6, 3, 3]
