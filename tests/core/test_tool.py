@@ -244,17 +244,13 @@ def test_user_exception_propagates_as_same_object(store: openprogram.Store) -> N
         with pytest.raises(KeyError) as info3:
             list(gen_fails())
         assert info3.value is boom
-        assert call_var.get() == one_turn_id(store, h)
+        assert call_var.get() == h.root_call_id  # restored after every failure
     failed = calls_by_name(store, h.session_id)["fails"]
     assert [c.status for c in failed] == ["error", "error"]
     assert all(c.error == "KeyError: 'missing'" for c in failed)
     assert all(c.output is None for c in failed)
     g = one(store, h.session_id, "gen_fails")
     assert (g.status, g.error) == ("error", "KeyError: 'missing'")
-
-
-def one_turn_id(store: openprogram.Store, handle: openprogram.SessionHandle) -> str:
-    return handle.root_call_id
 
 
 async def test_async_user_exception_same_object(store: openprogram.Store) -> None:
