@@ -238,3 +238,14 @@ def test_import_of_a_bad_file_is_a_clear_error(tmp_path: Path, capsys: pytest.Ca
     assert "bad.jsonl:1" in capsys.readouterr().err
     assert cli(["--store", "memory://", "import", str(tmp_path / "missing.jsonl")]) == 1
     assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_back_pressure_loses_nothing(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a tiny high-water mark, recording threads wait for the writer every 4096 calls.
+    monkeypatch.setattr(_writer, "QUEUE_HIGH_WATER", 100)
+    with openprogram.session_context("pressure", store=sqlite_url):
+        for i in range(10_000):
+            ping(i)
+    pings = [c for c in openprogram.open_store(sqlite_url).iter_calls("pressure") if c.name == "ping"]
+    assert len(pings) == 10_000
+    assert sorted(c.output for c in pings) == list(range(10_000))
