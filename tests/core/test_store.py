@@ -249,3 +249,26 @@ def test_back_pressure_loses_nothing(sqlite_url: str, monkeypatch: pytest.Monkey
     pings = [c for c in openprogram.open_store(sqlite_url).iter_calls("pressure") if c.name == "ping"]
     assert len(pings) == 10_000
     assert sorted(c.output for c in pings) == list(range(10_000))
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:p%40ss@h:5432/db?sslmode=require", "postgresql://u:***@h:5432/db?sslmode=require"),
+        ("postgresql://h/db?user=u&password=pw", "postgresql://h/db?user=u&password=***"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
+    ],
+)
+def test_urls_are_shown_without_passwords(url: str, shown: str) -> None:
+    from openprogram.stores import safe_url
+
+    assert safe_url(url) == shown
+
+
+def test_store_errors_never_show_a_password(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["--store", "nosuch://user:hunter2@host/db", "sessions"]) == 1
+    err = capsys.readouterr().err
+    assert "hunter2" not in err
+    assert "nosuch" in err
