@@ -474,6 +474,6 @@ def test_declared_session_parameter_still_receives_a_value_when_unrecorded(monke
     def gen_needs(_session: object) -> Generator[object, None, None]:
         yield _session
 
-    assert needs(1) == (1, None)
-    assert needs(2, _session="forged") == (2, None)
-    assert list(gen_needs()) == [None]
+    assert needs(1) == (1, None)  # type: ignore[call-arg]
+    assert needs(2, _session="forged") == (2, None)  # type: ignore[arg-type]
+    assert list(gen_needs()) == [None]  # type: ignore[call-arg]
