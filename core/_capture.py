@@ -12,6 +12,7 @@ oddities become short descriptive strings.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -94,7 +95,9 @@ def is_secret_key(key: str) -> bool:
     hit = _key_cache.get(key)
     if hit is None:
         lowered = _CAMEL.sub("_", key).lower()
-        words = set(_WORD_SPLIT.split(lowered))
+        parts = [p for p in _WORD_SPLIT.split(lowered) if p]
+        # Adjacent pairs too: "x-api-key", "private-key", "SessionKey" spell compound secret words.
+        words = set(parts) | {a + b for a, b in itertools.pairwise(parts)}
         hit = bool(words & _SECRET_WORDS) or any(c in lowered for c in _SECRET_COMPOUNDS)
         if len(_key_cache) < 10_000:
             _key_cache[key] = hit

@@ -120,7 +120,10 @@ class session_context:
         return handle
 
     def _uninstall(self, exc: BaseException | None) -> _Entry:
-        entry = self._entries.pop()
+        # The entry made in this context: one object may be entered by several tasks at once.
+        entries, current = self._entries, session_var.get()
+        entry = next((e for e in reversed(entries) if e.handle is current), None) or entries[-1]
+        entries.remove(entry)
         _reset(call_var, entry.tokens[1])
         _reset(session_var, entry.tokens[0])
         try:
@@ -183,10 +186,17 @@ class run_with_session:
         return self.handle
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        tokens = self._tokens.pop()
-        if len(tokens) == 2:
-            _reset(call_var, tokens[1])
-        _reset(session_var, tokens[0])
+        # The tokens set in this context: one object may be entered by several threads or tasks at once.
+        for tokens in reversed(self._tokens):
+            try:
+                session_var.reset(tokens[0])
+            except ValueError:  # set in another context
+                continue
+            self._tokens.remove(tokens)
+            if len(tokens) == 2:
+                _reset(call_var, tokens[1])
+            return
+        logger.debug("openprogram: run_with_session left in a context it was not entered in; ignored")
 
     async def __aenter__(self) -> SessionHandle:
         return self.__enter__()
@@ -262,7 +272,11 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
         return None
     if _current_policy() != "auto":
         return None
-    store = open_store()
+    try:
+        store = open_store()
+    except Exception as exc:  # a misconfigured store never stops the agent: the run records nothing
+        logger.warning("openprogram: cannot open the store for %s run %r: %s", namespace, key, exc)
+        return None
     session_id = _bound.get((id(store), namespace, key))
     if session_id is None:
         try:
@@ -332,11 +346,18 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
         return None
     with _implicit_lock:
         if _implicit is None:
-            handle = _from_environment()
-            if handle is not None:
-                logger.info("openprogram: joining session %s from the environment", handle.session_id)
-            else:
-                handle = _open_implicit(entry)
+            try:
+                handle = _from_environment()
+                if handle is not None:
+                    logger.info("openprogram: joining session %s from the environment", handle.session_id)
+                else:
+                    handle = _open_implicit(entry)
+            except Exception as exc:  # a misconfigured store never stops the agent: run unrecorded
+                if not _warned:
+                    _warned = True
+                    logger.warning("openprogram: %s ran with no session open and no store could be opened "
+                                   "(%s); running unrecorded", entry, exc)  # fmt: skip
+                return None
             _implicit = handle
     return _implicit
 

@@ -64,11 +64,13 @@ def _decorate(func: F, name: str | None = None) -> F:
     skip = 1 if names and names[0] in ("self", "cls") else 0
     names = names[skip:]
 
-    if inspect.isasyncgenfunction(func):
+    # A callable object's kind is its __call__'s (inspect does not look there).
+    kind = func if inspect.isroutine(func) or isinstance(func, (type, functools.partial)) else type(func).__call__
+    if inspect.isasyncgenfunction(kind):
         wrapper: Callable[..., Any] = _async_generator_wrapper(func, tool_name, names, skip, accepts_session)
-    elif inspect.isgeneratorfunction(func):
+    elif inspect.isgeneratorfunction(kind):
         wrapper = _generator_wrapper(func, tool_name, names, skip, accepts_session)
-    elif inspect.iscoroutinefunction(func):
+    elif inspect.iscoroutinefunction(kind):
         wrapper = _async_wrapper(func, tool_name, names, skip, accepts_session)
     else:
         wrapper = _sync_wrapper(func, tool_name, names, skip, accepts_session)
@@ -116,6 +118,8 @@ def _start(
 
         handle = implicit_session(f"tool {name!r}")
         if handle is None:
+            if accepts_session:
+                kwargs["_session"] = None  # unrecorded, but the declared parameter still gets a value
             return None
     if current is handle:
         parent = call_var.get() or handle.root_call_id

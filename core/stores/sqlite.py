@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -95,6 +96,7 @@ class SQLiteStore(Store):
         self._write_conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._prepared = False
+        _stores.add(self)
 
     # --- files and connections ----------------------------------------------
     def _prepare(self) -> None:
@@ -268,3 +270,21 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._drop_writer()
+
+
+_stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+# A forked child must neither use nor close the parent's connection (SQLite forbids both):
+# keep it referenced, unused, for the life of the child.
+_inherited: list[sqlite3.Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_stores):
+        if store._write_conn is not None:
+            _inherited.append(store._write_conn)
+            store._write_conn = None
+        store._lock = threading.Lock()  # it may have been held by the parent's writer thread
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

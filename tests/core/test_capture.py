@@ -1,0 +1,275 @@
+"""Bad inputs: unserializable, huge, recursive, secret, hostile ``repr`` — recorded safely, never raised."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import openprogram
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openprogram._capture import REDACTED, capture, dumps
+
+from .conftest import one
+
+SECRET = "hunter2-very-secret-value"
+
+
+@openprogram.tool
+def take(*args: Any, **kwargs: Any) -> Any:
+    return kwargs.get("ret")
+
+
+@openprogram.tool
+def login(user: str, password: str, options: dict[str, Any] | None = None) -> str:
+    return "ok"
+
+
+class ReprRaises:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+class StrRaisesError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+class Opaque:
+    __slots__ = ("x",)
+
+    def __init__(self) -> None:
+        self.x = 1
+
+
+@dataclasses.dataclass
+class Creds:
+    user: str
+    api_key: str
+
+
+def stored_text(store: openprogram.Store, session_id: str) -> str:
+    """Everything recorded for the session, as one JSON string."""
+    return json.dumps([c.to_dict() for c in store.list_calls(session_id)])
+
+
+def test_unserializable_and_hostile_objects_are_described(store: openprogram.Store) -> None:
+    with openprogram.session_context(store=store) as h:
+        take(ReprRaises(), Opaque(), {1, 2}, b"bytes", math.nan, 10**30, ret=ReprRaises())
+        take(k=object())
+    calls = [c for c in store.list_calls(h.session_id) if c.name == "take"]
+    assert [c.status for c in calls] == ["ok", "ok"]
+    first = calls[0].inputs
+    assert first["*args[0]"] == "<ReprRaises object (repr failed)>"
+    assert "Opaque object" in first["*args[1]"]
+    assert first["*args[2]"] == [1, 2]
+    assert first["*args[3]"] == "<bytes len=5>"
+    assert first["*args[4]"] == "nan"
+    assert first["*args[5]"] == str(10**30)
+    assert calls[0].output == "<ReprRaises object (repr failed)>"
+    assert "object object" in calls[1].inputs["k"]
+
+
+def test_exception_whose_str_raises_is_recorded() -> None:
+    err = StrRaisesError()
+    assert capture(err) == "StrRaisesError: <str() failed>"
+    from openprogram._recorder import describe_error
+
+    assert describe_error(err) == "StrRaisesError: <str() failed>"
+
+
+def test_tool_raising_exception_whose_str_raises(store: openprogram.Store) -> None:
+    err = StrRaisesError()
+
+    @openprogram.tool
+    def bad() -> None:
+        raise err
+
+    with openprogram.session_context(store=store) as h:
+        try:
+            bad()
+        except StrRaisesError as caught:
+            assert caught is err
+    assert one(store, h.session_id, "bad").error == "StrRaisesError: <str() failed>"
+
+
+def test_recursive_structures(store: openprogram.Store) -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    mapping: dict[str, Any] = {"a": 1}
+    mapping["self"] = mapping
+    with openprogram.session_context(store=store) as h:
+        take(loop, m=mapping, ret=loop)
+    call = one(store, h.session_id, "take")
+    assert call.inputs["*args[0]"] == [1, "<recursive>"]
+    assert call.inputs["m"] == {"a": 1, "self": "<recursive>"}
+    assert call.output == [1, "<recursive>"]
+
+
+def test_deep_nesting_is_bounded(store: openprogram.Store) -> None:
+    deep: Any = "bottom"
+    for _ in range(10_000):  # deeper than the interpreter's recursion limit
+        deep = [deep]
+    with openprogram.session_context(store=store) as h:
+        take(deep)
+    call = one(store, h.session_id, "take")
+    assert call.status == "ok"
+    assert "nested too deep" in json.dumps(call.inputs)
+
+
+def test_huge_inputs_and_outputs_are_bounded(store: openprogram.Store) -> None:
+    huge_text = "x" * 5_000_000
+    many = {f"k{i}": "y" * 10_000 for i in range(1_000)}
+    with openprogram.session_context(store=store) as h:
+        take(huge_text, many=many, ret=list(range(1_000_000)))
+    call = one(store, h.session_id, "take")
+    assert len(json.dumps(call.inputs)) < 100_000
+    assert len(json.dumps(call.output)) < 100_000
+    assert call.inputs["*args[0]"].startswith("xxxx")
+    assert "more chars" in call.inputs["*args[0]"]
+    assert any("more items" in str(v) for v in call.output[-1:])
+    assert len(stored_text(store, h.session_id)) < 1_000_000
+
+
+def test_secrets_redacted_at_any_depth(store: openprogram.Store) -> None:
+    payload = {
+        "config": {"nested": [{"api_key": SECRET}, {"Authorization": SECRET}]},
+        "headers": {"X-Auth-Token": SECRET, "cookie": SECRET},
+        "clientSecret": SECRET,
+        "db": {"PASSWORD": SECRET, "user": "bob"},
+        "creds": Creds("bob", SECRET),
+        "bearer": "Bearer abcdefghijklmnop",
+        "openai": "sk-abcdefghijklmnopqrstuvwxyz",
+    }
+    with openprogram.session_context(store=store) as h:
+        take(payload, token=SECRET, ret={"refresh_token": SECRET, "ok": True})
+        login("bob", SECRET)  # positional: redacted by parameter name
+        login(user="bob", password=SECRET, options={"secret": SECRET})
+    assert SECRET not in stored_text(store, h.session_id)
+    assert "abcdefghijklmnop" not in stored_text(store, h.session_id)
+    call = one(store, h.session_id, "take")
+    assert call.inputs["token"] == REDACTED
+    assert call.inputs["*args[0]"]["db"] == {"PASSWORD": REDACTED, "user": "bob"}
+    assert call.inputs["*args[0]"]["creds"] == {"user": "bob", "api_key": REDACTED}
+    assert call.output == {"refresh_token": REDACTED, "ok": True}
+    logins = [c for c in store.list_calls(h.session_id) if c.name == "login"]
+    assert [c.inputs["password"] for c in logins] == [REDACTED, REDACTED]
+    assert logins[0].inputs["user"] == "bob"
+
+
+def test_non_secret_keys_are_kept() -> None:
+    kept = capture({"tokens_used": 5, "author": "ann", "max_tokens": 10, "query": "q"})
+    # "token" and "auth" inside longer words are secrets only when they are whole words
+    assert kept["author"] == "ann"
+    assert kept["query"] == "q"
+
+
+def test_invalid_unicode_survives_the_store(sqlite_url: str) -> None:
+    with openprogram.session_context(store=sqlite_url) as h:
+        take("lone surrogate \ud800 here", emoji="\U0001f600")
+    call = one(openprogram.open_store(sqlite_url), h.session_id, "take")
+    assert call.status == "ok"
+    assert call.inputs["emoji"] == "\U0001f600"
+    assert "lone surrogate" in call.inputs["*args[0]"]
+
+
+def test_mutating_collection_while_capturing_never_raises() -> None:
+    class Exploding(dict[str, int]):
+        def items(self) -> Any:
+            raise RuntimeError("items exploded")
+
+    assert isinstance(capture(Exploding(a=1)), str)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.tuples(children, children)
+        | st.dictionaries(
+            st.text(max_size=12) | st.sampled_from(["password", "api_key", "Token", "x"]), children, max_size=6
+        )
+    ),
+    max_leaves=40,
+)
+
+
+def _no_secret_values(value: Any) -> bool:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("password", "api_key", "Token") and item != REDACTED:
+                return False
+            if not _no_secret_values(item):
+                return False
+    elif isinstance(value, list):
+        return all(_no_secret_values(v) for v in value)
+    return True
+
+
+@settings(max_examples=100, deadline=None)
+@given(json_values)
+def test_capture_is_json_safe_bounded_and_redacted(value: Any) -> None:
+    captured = capture(value)
+    text = dumps(captured)
+    assert json.loads(text) is not None or text == "null"
+    json.dumps(captured, allow_nan=False)  # strictly JSON
+    assert len(text) <= 2 * openprogram._capture.limits().max_chars
+    assert _no_secret_values(captured)
+
+
+def test_set_limits_applies() -> None:
+    old = openprogram._capture.limits()
+    try:
+        openprogram.set_limits(openprogram.Limits(max_chars=200, max_string=10, max_items=3, max_depth=2))
+        assert capture("abcdefghijklmnop").startswith("abcdefghij...")
+        assert capture([1, 2, 3, 4, 5]) == [1, 2, 3, "...[2 more items]"]
+        assert capture([[["deep"]]]) == [["<list nested too deep>"]]
+        assert len(dumps(capture({str(i): "z" * 10 for i in range(100)}))) <= 400
+    finally:
+        openprogram.set_limits(old)
+
+
+SECRET_KEYS = [
+    "password", "PASSWORD", "db_password", "pass_word", "passwd", "api_key", "apiKey", "OPENAI_API_KEY",
+    "x-api-key", "X-Api-Key", "api-key", "Api Key", "private-key", "privateKey", "access-key", "SessionKey",
+    "session_key", "client_secret", "clientSecret", "secret", "token", "refresh_token", "x-auth-token",
+    "Authorization", "Proxy-Authorization", "cookie", "set-cookie", "credentials",
+]  # fmt: skip
+PLAIN_KEYS = ["author", "monkey", "keyboard", "tokenizer", "secretary", "key", "api", "user_id", "query"]
+
+
+def test_secret_key_spellings_are_redacted() -> None:
+    captured = capture({key: SECRET for key in SECRET_KEYS})
+    assert {k: v for k, v in captured.items() if v != REDACTED} == {}
+
+
+def test_plain_keys_are_kept() -> None:
+    assert capture({key: "v" for key in PLAIN_KEYS}) == {key: "v" for key in PLAIN_KEYS}
+
+
+def test_error_messages_are_bounded(store: openprogram.Store) -> None:
+    @openprogram.tool
+    def loud() -> None:
+        raise ValueError("e" * 1_000_000)
+
+    with openprogram.session_context(store=store) as h:
+        with pytest.raises(ValueError):
+            loud()
+    error = one(store, h.session_id, "loud").error
+    assert error is not None and error.startswith("ValueError: eee")
+    assert len(error) < 10_000
+
+
+def test_capturing_never_consumes_iterators(store: openprogram.Store) -> None:
+    @openprogram.tool
+    def total(values: Any) -> int:
+        return sum(values)
+
+    with openprogram.session_context(store=store) as h:
+        assert total(i for i in range(4)) == 6
+        assert total(iter([1, 2])) == 3
+        assert total(range(3)) == 3
+    assert [c.output for c in store.list_calls(h.session_id) if c.name == "total"] == [6, 3, 3]

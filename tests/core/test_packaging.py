@@ -1,0 +1,94 @@
+"""``import openprogram`` needs no framework; ``instrument()`` then enables nothing and says so."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+from pathlib import Path
+
+import openprogram
+import pytest
+
+from .conftest import run_python
+
+FRAMEWORK_MODULES = ("langgraph", "langchain_core", "crewai", "semantic_kernel", "psycopg")
+
+
+def test_import_loads_no_framework_and_no_optional_dependency() -> None:
+    result = run_python(
+        f"""
+        import json, sys
+        import openprogram, openprogram.integrations
+        print(json.dumps([m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_public_api_is_exported() -> None:
+    for name in openprogram.__all__:
+        assert hasattr(openprogram, name), name
+    for name in (
+        "session_context",
+        "run_with_session",
+        "get_current_session",
+        "require_current_session",
+        "tool",
+        "instrument",
+        "uninstrument",
+        "DidNotEnable",
+        "open_store",
+        "flush",
+    ):
+        assert name in openprogram.__all__
+
+
+def test_package_is_typed() -> None:
+    assert (Path(openprogram.__file__).parent / "py.typed").exists()
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(
+    any(_installed(m) for m in ("langgraph", "crewai", "semantic_kernel")),
+    reason="a framework is installed: the core tests expect none",
+)
+def test_instrument_with_no_framework_enables_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="openprogram")
+    try:
+        assert openprogram.instrument() == set()
+        assert openprogram.instrumented() == set()
+    finally:
+        openprogram.uninstrument()
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any("enabled nothing" in r.getMessage() for r in debug)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.skipif(_installed("langgraph"), reason="langgraph is installed")
+def test_instrument_named_missing_framework_raises_with_the_install_hint() -> None:
+    with pytest.raises(openprogram.DidNotEnable) as info:
+        openprogram.instrument("langgraph")
+    assert "pip install 'openprogram[langgraph]'" in str(info.value)
+    assert openprogram.instrumented() == set()
+
+
+@pytest.mark.skipif(_installed("semantic_kernel"), reason="semantic-kernel is installed")
+def test_extra_name_is_the_distribution_name() -> None:
+    with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[semantic-kernel\]"):
+        openprogram.instrument("semantic_kernel")
+
+
+def test_unknown_integration_name() -> None:
+    with pytest.raises(ValueError, match="unknown integration"):
+        openprogram.instrument("django")
+
+
+def test_uninstrument_is_idempotent() -> None:
+    openprogram.uninstrument()
+    openprogram.uninstrument()
+    assert openprogram.instrumented() == set()

@@ -1,0 +1,130 @@
+"""Calls made with no session open: the ``auto`` (default), ``warn`` and ``error`` policies."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import openprogram
+import pytest
+
+from .conftest import one, run_python
+
+
+@openprogram.tool
+def orphan(x: int) -> int:
+    return x + 1
+
+
+def test_auto_is_the_default_logs_the_id_and_exposes_it(caplog: pytest.LogCaptureFixture, isolated_home: Path) -> None:
+    caplog.set_level(logging.INFO, logger="openprogram")
+    assert openprogram.implicit_session() is None
+    assert orphan(1) == 2
+    assert orphan(2) == 3
+    handle = openprogram.implicit_session()
+    assert handle is not None
+    assert openprogram.get_current_session() is None  # nothing left installed
+    messages = [r.getMessage() for r in caplog.records if handle.session_id in r.getMessage()]
+    assert len(messages) == 1, "the id is logged once"
+    assert f"openprogram show {handle.session_id}" in messages[0]
+    assert "session_context" in messages[0]
+    # Recorded in the default store, under the implicit turn.
+    store = openprogram.open_store()
+    assert store.url.endswith(str(isolated_home / "sessions.db"))
+    calls = [c for c in store.list_calls(handle.session_id) if c.name == "orphan"]
+    assert [c.output for c in calls] == [2, 3]
+    assert {c.parent_id for c in calls} == {handle.root_call_id}
+
+
+def test_auto_session_can_be_continued_by_id(store: openprogram.Store) -> None:
+    orphan(0)
+    handle = openprogram.implicit_session()
+    assert handle is not None
+    openprogram.flush()
+    with openprogram.session_context(handle.session_id) as h:
+        assert h.created is False
+
+
+def test_warn_runs_unrecorded_with_one_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_NO_SESSION", "warn")
+    caplog.set_level(logging.WARNING, logger="openprogram")
+    assert orphan(1) == 2
+    assert orphan(2) == 3
+    assert openprogram.implicit_session() is None
+    warnings = [r for r in caplog.records if "no session open" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "session_context" in warnings[0].getMessage()
+
+
+def test_error_policy_raises_naming_the_fix() -> None:
+    openprogram.configure(no_session="error")
+    ran: list[int] = []
+
+    @openprogram.tool
+    def guarded() -> None:
+        ran.append(1)
+
+    with pytest.raises(RuntimeError, match="session_context") as info:
+        guarded()
+    assert "run_with_session" in str(info.value)
+    assert ran == []
+    with pytest.raises(RuntimeError):
+        with openprogram.call_scope("node", "n"):
+            pass
+
+
+def test_policies_do_not_apply_inside_a_session(store: openprogram.Store) -> None:
+    openprogram.configure(no_session="error")
+    with openprogram.session_context(store=store) as h:
+        assert orphan(1) == 2
+    assert one(store, h.session_id, "orphan").output == 2
+
+
+def test_configure_rejects_unknown_policies() -> None:
+    with pytest.raises(ValueError, match="auto, warn, error"):
+        openprogram.configure(no_session="silent")
+
+
+def test_call_scope_follows_the_policy() -> None:
+    with openprogram.call_scope("node", "lonely") as scope:
+        assert scope.recording
+    handle = openprogram.implicit_session()
+    assert handle is not None
+    [node] = [c for c in openprogram.open_store().list_calls(handle.session_id) if c.kind == "node"]
+    assert node.parent_id == handle.root_call_id
+
+
+def test_misconfigured_store_does_not_break_tools_outside_a_session(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_STORE", "bogus://nowhere")
+    caplog.set_level(logging.WARNING, logger="openprogram")
+    assert orphan(1) == 2
+    assert orphan(2) == 3
+    with openprogram.call_scope("node", "n") as scope:
+        assert not scope.recording
+    assert "bogus://nowhere" in caplog.text
+    assert len([r for r in caplog.records if "bogus://nowhere" in r.getMessage()]) == 1
+
+
+def test_implicit_session_turn_is_closed_at_exit(tmp_path: Path) -> None:
+    db = tmp_path / "exit.db"
+    result = run_python(
+        """
+        import openprogram
+        @openprogram.tool
+        def t(): return 1
+        t()
+        print(openprogram.implicit_session().session_id)
+        """,
+        env={**__import__("os").environ, "OPENPROGRAM_STORE": f"sqlite:///{db}"},
+    )
+    assert result.returncode == 0, result.stderr
+    session_id = result.stdout.strip()
+    assert session_id in result.stderr  # logged, with how to continue it
+    calls = {c.kind: c for c in openprogram.open_store(f"sqlite:///{db}").list_calls(session_id)}
+    assert calls["turn"].status == "ok"
+    assert calls["tool"].status == "ok"
+    assert calls["turn"].attributes == {"implicit": True, "created": True}
