@@ -227,6 +227,9 @@ def export_context(env: dict[str, str] | None = None) -> dict[str, str]:
     out[ENV_PARENT_CALL] = call_var.get() or handle.root_call_id
     out[ENV_AGENT_ID] = handle.agent_id
     out["OPENPROGRAM_STORE"] = getattr(handle.store, "connect_url", handle.store.url)
+    if handle.store.url.startswith("memory:"):
+        logger.warning("openprogram: session %s lives in a memory:// store, which a child process cannot "
+                       "reach; the child's calls will not join it", handle.session_id)  # fmt: skip
     _writer.flush()  # the parent's calls exist before the child's refer to them
     return out
 

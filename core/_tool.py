@@ -152,8 +152,9 @@ def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> Non
         return
     if exc is None:
         queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else capture(output), None, time.time()))
-    else:
-        queue.append(rec + (status_of(exc), None, describe_error(exc), time.time()))
+    else:  # a generator's partial output is kept
+        kept = None if output is None or type(output) in ATOMIC_TYPES else capture(output)
+        queue.append(rec + (status_of(exc), kept, describe_error(exc), time.time()))
 
 
 def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,

@@ -106,7 +106,7 @@ class SQLiteStore(Store):
         try:
             if not directory.exists():
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not self.path.exists():
+            if self._absent():
                 os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
             conn = self._connect()
             try:
@@ -190,8 +190,19 @@ class SQLiteStore(Store):
                 pass
 
     # --- reading --------------------------------------------------------------
+    def _absent(self) -> bool:
+        """True if the store does not exist yet (reads then find nothing and create nothing)."""
+        if self.path.exists():
+            return False
+        ancestor = self.path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise StoreError(f"cannot use the SQLite store at {self.path}: {ancestor} is not a directory")
+        return True
+
     def session_exists(self, session_id: str) -> bool:
-        if not self.path.exists():
+        if self._absent():
             return False
         conn = self._reader()
         try:
@@ -200,6 +211,8 @@ class SQLiteStore(Store):
             conn.close()
 
     def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        if self._absent():  # reading never creates a store
+            return []
         conn = self._reader()
         try:
             rows = conn.execute(
@@ -213,6 +226,8 @@ class SQLiteStore(Store):
         return [SessionInfo(*row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
+        if self._absent():
+            return None
         conn = self._reader()
         try:
             row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?",
@@ -224,6 +239,8 @@ class SQLiteStore(Store):
         return None if row is None else SessionInfo(*row)
 
     def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+        if self._absent():
+            return
         conn = self._reader()
         try:
             cursor = conn.execute(
@@ -240,7 +257,7 @@ class SQLiteStore(Store):
             conn.close()
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
-        if not self.path.exists():
+        if self._absent():
             return None
         conn = self._reader()
         try:
@@ -253,6 +270,8 @@ class SQLiteStore(Store):
         return None if row is None else str(row[0])
 
     def _heartbeats(self) -> dict[str, float]:
+        if self._absent():
+            return {}
         conn = self._reader()
         try:
             return dict(conn.execute("SELECT owner, at FROM heartbeats").fetchall())
