@@ -9,7 +9,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["tests", "postgres", "langgraph", "crewai", "semantic_kernel", "lint"]
+nox.options.sessions = ["tests", "postgres", "langgraph", "crewai", "semantic_kernel", "reliability", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -60,6 +60,13 @@ def _framework_session(name: str) -> None:
 
 for _name in FRAMEWORKS:
     _framework_session(_name)
+
+
+@nox.session(python=PYTHON)
+def reliability(session: nox.Session) -> None:
+    """The fast subset of the load, fault and bad-input suite, with every framework and PostgreSQL."""
+    session.install("-e", ".[all]", *TEST_DEPS)
+    _pytest(session, "tests/reliability", "tests/integrations/cross")
 
 
 @nox.session(python=PYTHON)
