@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,3 +103,126 @@ class Backends:
                     del openprogram.stores._open[key]
 
 
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1 that a test starts and stops, to take a database away and back.
+
+    Stopping closes the listening socket and every forwarded connection, as a
+    network partition or a server restart would; the real server is untouched.
+    """
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        import socket
+
+        self.target = target
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port: int = probe.getsockname()[1]
+        probe.close()  # nothing listens here until start()
+        self._listener: socket.socket | None = None
+        self._sockets: list[socket.socket] = []
+        self._lock = __import__("threading").Lock()
+        self._running = False
+
+    def start(self) -> None:
+        import socket
+        import threading
+
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        listener.settimeout(0.05)
+        self._listener, self._running = listener, True
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        import socket
+        import threading
+
+        while self._running and self._listener is listener:
+            try:
+                client, _ = listener.accept()
+            except (TimeoutError, socket.timeout):
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        import socket
+
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        import socket
+
+        self._running = False
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+WORKER = Path(__file__).with_name("store_worker.py")
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    """The environment for a worker subprocess: this one, with the openprogram variables given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENPROGRAM_") or k == "OPENPROGRAM_HOME"}
+    env.update(extra)
+    return env
+
+
+def proxied_url(base: str, port: int, schema: str, password: str | None = None) -> str:
+    """``base`` re-pointed at 127.0.0.1:``port`` (a :class:`TcpProxy`), with a password if given."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base)
+    user = parts.username or "postgres"
+    auth = f"{user}:{password}" if password else user
+    return with_schema(urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{port}")), schema)
+
+
+def postgres_target() -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(postgres_base_url())
+    return parts.hostname or "127.0.0.1", parts.port or 5432
+
+
+def wait_for_flush(timeout: float = 60.0) -> bool:
+    """Flush until it reports everything durable (the writer retries with back-off)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if openprogram.flush(timeout=10):
+            return True
+        time.sleep(0.2)
+    return False
