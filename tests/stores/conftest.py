@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from store_support import Backends
-
 import openprogram
+import pytest
 from openprogram.stores import Store
+from store_support import Backends
 
 
 @pytest.fixture(autouse=True)

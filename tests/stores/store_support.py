@@ -8,16 +8,16 @@ otherwise those tests skip with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
+import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram import _writer
 from openprogram.stores import Store
 
@@ -41,7 +41,8 @@ def require_postgres() -> str:
                 conn.execute("SELECT 1")
             _reachable = ""
         except Exception as exc:  # ImportError or any connection failure
-            _reachable = f"no PostgreSQL server at {openprogram.stores.safe_url(url)} ({type(exc).__name__}: {exc})"
+            detail = " ".join(str(exc).split())
+            _reachable = f"no PostgreSQL server at {openprogram.stores.safe_url(url)} ({type(exc).__name__}: {detail})"
     if _reachable:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true but {_reachable}; set OPENPROGRAM_TEST_POSTGRES", pytrace=False)
@@ -74,14 +75,15 @@ class Backends:
         elif backend == "sqlite":
             url = f"sqlite:///{self.tmp_path / f's{secrets.token_hex(4)}.db'}"
         elif backend == "postgresql":
-            schema = self.new_schema()
-            url = with_schema(require_postgres(), schema)
+            base = require_postgres()
+            url = with_schema(base, self.new_schema())
         else:
             raise ValueError(backend)
         self.urls.append(url)
         return url
 
     def new_schema(self) -> str:
+        require_postgres()
         schema = f"op_test_{secrets.token_hex(6)}"
         self.schemas.append(schema)
         return schema
@@ -103,8 +105,6 @@ class Backends:
                     del openprogram.stores._open[key]
 
 
-
-
 class TcpProxy:
     """A TCP forwarder on 127.0.0.1 that a test starts and stops, to take a database away and back.
 
@@ -113,7 +113,6 @@ class TcpProxy:
     """
 
     def __init__(self, target: tuple[str, int]) -> None:
-        import socket
 
         self.target = target
         probe = socket.socket()
@@ -122,12 +121,10 @@ class TcpProxy:
         probe.close()  # nothing listens here until start()
         self._listener: socket.socket | None = None
         self._sockets: list[socket.socket] = []
-        self._lock = __import__("threading").Lock()
+        self._lock = threading.Lock()
         self._running = False
 
     def start(self) -> None:
-        import socket
-        import threading
 
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -138,13 +135,11 @@ class TcpProxy:
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
     def _accept(self, listener: socket.socket) -> None:
-        import socket
-        import threading
 
         while self._running and self._listener is listener:
             try:
                 client, _ = listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -161,7 +156,6 @@ class TcpProxy:
 
     @staticmethod
     def _pump(src: socket.socket, dst: socket.socket) -> None:
-        import socket
 
         try:
             while data := src.recv(65536):
@@ -169,13 +163,10 @@ class TcpProxy:
         except OSError:
             pass
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def stop(self) -> None:
-        import socket
 
         self._running = False
         listener, self._listener = self._listener, None
@@ -184,10 +175,8 @@ class TcpProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import subprocess
 import sys
 import time
 
-import psycopg
+import openprogram
 import pytest
+from openprogram import _writer
+from openprogram._cli import main as cli_main
+from openprogram.stores import StoreError
+from openprogram.stores import postgres as pg
 from store_support import (
     Backends,
     TcpProxy,
@@ -18,15 +21,8 @@ from store_support import (
     proxied_url,
     require_postgres,
     wait_for_flush,
-    with_schema,
     worker_env,
 )
-
-import openprogram
-from openprogram import _writer
-from openprogram._cli import main as cli_main
-from openprogram.stores import StoreError
-from openprogram.stores import postgres as pg
 
 pytestmark = pytest.mark.postgres
 PASSWORD = "s3cret-Passw0rd"
@@ -37,6 +33,8 @@ def _schema_of(url: str) -> str:
 
 
 def _query(sql: str, *params: object) -> list[tuple[object, ...]]:
+    import psycopg
+
     with psycopg.connect(require_postgres(), autocommit=True) as conn:
         return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
 
@@ -76,9 +74,7 @@ def test_schema_created_once_and_versioned(pg_url: str, backends: Backends) -> N
         other.close()
 
 
-def test_a_later_version_migrates_and_a_newer_schema_is_refused(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_later_version_migrates_and_a_newer_schema_is_refused(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     first = pg.PostgresStore(pg_url)
     first.write([("s1", "a", 1.0, 1.0)], [])
     first.close()
@@ -110,8 +106,15 @@ def test_many_processes_create_the_schema_at_once(pg_url: str) -> None:
         "store.write([(sys.argv[3], 'a', 1.0, 1.0)], [])\n"
     )
     start = time.time() + 1.0
-    procs = [subprocess.Popen([sys.executable, "-c", script, pg_url, str(start), f"s{i}"], env=worker_env(),
-                              stderr=subprocess.PIPE, text=True) for i in range(8)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, pg_url, str(start), f"s{i}"],
+            env=worker_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(8)
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
@@ -125,7 +128,7 @@ def test_child_process_joins_the_session_through_connect_url(pg_url: str) -> Non
         @openprogram.tool
         def spawn() -> int:
             env = openprogram.export_context(worker_env())
-            return subprocess.run([sys.executable, "-c", script], env=env, timeout=60).returncode
+            return subprocess.run([sys.executable, "-c", script], env=env, timeout=60, check=False).returncode
 
         assert spawn() == 0
     calls = openprogram.open_store(pg_url).list_calls(h.session_id)
@@ -167,9 +170,7 @@ def _assert_one_clear_warning(caplog: pytest.LogCaptureFixture, outages: int = 1
     assert "127.0.0.1" in failing[0].getMessage()
 
 
-def test_database_down_at_start_then_back(
-    proxy: TcpProxy, outage_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_database_down_at_start_then_back(proxy: TcpProxy, outage_url: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="openprogram")
     with openprogram.session_context(store=outage_url) as h:  # nothing listens on the proxy port yet
         results = [step(i) for i in range(50)]

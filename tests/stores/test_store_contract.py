@@ -7,20 +7,43 @@ import socket
 import time
 from typing import Any
 
+import openprogram
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import openprogram
 from openprogram.stores import CallRow, Store
 from openprogram.stores._base import HEARTBEAT_STALE_SECONDS
 
 
-def row(call_id: str, session_id: str = "s1", *, status: str = "ok", started: float = 1.0,
-        parent: str | None = None, output: Any = '"out"', owner: str = "h:1:x", ended: float | None = 2.0,
-        name: str = "t") -> CallRow:  # fmt: skip
-    return (call_id, session_id, "turn1", parent, "tool", name, None, status, '{"a": 1}', output, None,
-            None, started, None if status == "running" else ended, owner)  # fmt: skip
+def row(
+    call_id: str,
+    session_id: str = "s1",
+    *,
+    status: str = "ok",
+    started: float = 1.0,
+    parent: str | None = None,
+    output: Any = '"out"',
+    owner: str = "h:1:x",
+    ended: float | None = 2.0,
+    name: str = "t",
+) -> CallRow:
+    return (
+        call_id,
+        session_id,
+        "turn1",
+        parent,
+        "tool",
+        name,
+        None,
+        status,
+        '{"a": 1}',
+        output,
+        None,
+        None,
+        started,
+        None if status == "running" else ended,
+        owner,
+    )
 
 
 def live_owner() -> str:
@@ -64,16 +87,28 @@ def test_final_row_replaces_running_but_is_never_replaced(store: Store) -> None:
 
 def test_running_and_final_row_of_one_call_in_one_batch(store: Store) -> None:
     # A backlog written after an outage holds both rows of a call, in either order.
-    store.write([("s1", "a", 1.0, 1.0)], [row("c1", status="running", output=None), row("c1", output='"done"'),
-                                          row("c2", output='"done"'), row("c2", status="running", output=None)])  # fmt: skip
+    store.write(
+        [("s1", "a", 1.0, 1.0)],
+        [
+            row("c1", status="running", output=None),
+            row("c1", output='"done"'),
+            row("c2", output='"done"'),
+            row("c2", status="running", output=None),
+        ],
+    )
     calls = {c.call_id: c for c in store.list_calls("s1")}
     assert calls["c1"].status == "ok" and calls["c1"].output == "done"
     assert calls["c2"].status == "ok" and calls["c2"].output == "done"
 
 
 def test_calls_in_start_order_ties_by_call_id(store: Store) -> None:
-    rows = [row("b", started=2.0), row("c", started=1.0), row("a", started=2.0), row("z", started=0.5),
-            row("other", session_id="s2", started=0.1)]  # fmt: skip
+    rows = [
+        row("b", started=2.0),
+        row("c", started=1.0),
+        row("a", started=2.0),
+        row("z", started=0.5),
+        row("other", session_id="s2", started=0.1),
+    ]
     store.write([("s1", "a", 1.0, 1.0), ("s2", "a", 1.0, 1.0)], rows[:2])
     store.write([], rows[2:])
     assert [c.call_id for c in store.list_calls("s1")] == ["z", "c", "a", "b"]
@@ -82,21 +117,48 @@ def test_calls_in_start_order_ties_by_call_id(store: Store) -> None:
 
 def test_record_fields_round_trip(store: Store) -> None:
     started = time.time()
-    full: CallRow = ("c1", "s1", "turn9", "p0", "node", "agent", "langgraph", "error", '{"x": [1, 2.5, null]}',
-                     None, "ValueError: boom", '{"step": 3}', started, started + 0.25, "h:1:x")  # fmt: skip
+    full: CallRow = (
+        "c1",
+        "s1",
+        "turn9",
+        "p0",
+        "node",
+        "agent",
+        "langgraph",
+        "error",
+        '{"x": [1, 2.5, null]}',
+        None,
+        "ValueError: boom",
+        '{"step": 3}',
+        started,
+        started + 0.25,
+        "h:1:x",
+    )
     store.write([("s1", "a", started, started)], [full])
     [call] = store.list_calls("s1")
     assert call.to_dict() == {
-        "call_id": "c1", "session_id": "s1", "turn_id": "turn9", "parent_id": "p0", "kind": "node",
-        "name": "agent", "framework": "langgraph", "status": "error", "inputs": {"x": [1, 2.5, None]},
-        "output": None, "error": "ValueError: boom", "started_at": started, "ended_at": started + 0.25,
+        "call_id": "c1",
+        "session_id": "s1",
+        "turn_id": "turn9",
+        "parent_id": "p0",
+        "kind": "node",
+        "name": "agent",
+        "framework": "langgraph",
+        "status": "error",
+        "inputs": {"x": [1, 2.5, None]},
+        "output": None,
+        "error": "ValueError: boom",
+        "started_at": started,
+        "ended_at": started + 0.25,
         "attributes": {"step": 3},
-    }  # fmt: skip
+    }
 
 
 def test_list_sessions_most_recent_first_with_counts_and_limit(store: Store) -> None:
-    store.write([("old", "a", 1.0, 1.0), ("new", "b", 2.0, 9.0), ("mid", "c", 3.0, 5.0), ("tie", "d", 1.0, 5.0)],
-                [row("x1", "new"), row("x2", "new"), row("x3", "mid")])  # fmt: skip
+    store.write(
+        [("old", "a", 1.0, 1.0), ("new", "b", 2.0, 9.0), ("mid", "c", 3.0, 5.0), ("tie", "d", 1.0, 5.0)],
+        [row("x1", "new"), row("x2", "new"), row("x3", "mid")],
+    )
     sessions = store.list_sessions()
     assert [s.session_id for s in sessions] == ["new", "tie", "mid", "old"]
     assert [s.call_count for s in sessions] == [2, 0, 1, 0]
@@ -130,8 +192,14 @@ def test_running_call_of_a_dead_owner_reads_as_interrupted(store: Store) -> None
     store.heartbeat("elsewhere:42:fresh", time.time())
     store.heartbeat("elsewhere:43:stale", time.time() - HEARTBEAT_STALE_SECONDS - 5)
     status = {c.call_id: c.status for c in store.list_calls("s1")}
-    assert status == {"mine": "running", "dead-local": "interrupted", "remote-fresh": "running",
-                      "remote-stale": "interrupted", "remote-silent": "interrupted", "finished": "ok"}  # fmt: skip
+    assert status == {
+        "mine": "running",
+        "dead-local": "interrupted",
+        "remote-fresh": "running",
+        "remote-stale": "interrupted",
+        "remote-silent": "interrupted",
+        "finished": "ok",
+    }
 
 
 def _exited_pid() -> int:
@@ -177,8 +245,9 @@ def test_recording_through_tools_and_threads(store_url: str) -> None:
     by_id = {c.call_id: c for c in calls}
     kinds = [(c.kind, c.name, c.status) for c in calls]
     assert kinds[0] == ("turn", "worker", "ok")
-    assert sorted(kinds[1:]) == sorted([("tool", "branch", "ok"), ("tool", "<lambda>", "error")]
-                                       + [("tool", "leaf", "ok")] * 3)  # fmt: skip
+    assert sorted(kinds[1:]) == sorted(
+        [("tool", "branch", "ok"), ("tool", "<lambda>", "error")] + [("tool", "leaf", "ok")] * 3
+    )
     turn = calls[0]
     for call in calls[1:]:
         parent = by_id[call.parent_id]  # type: ignore[index]
@@ -207,8 +276,11 @@ def test_store_selected_by_environment(store_url: str, monkeypatch: pytest.Monke
 
 
 _calls = st.lists(
-    st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.sampled_from(["running", "ok", "error", "interrupted"]),
-              st.integers(0, 3)),  # fmt: skip
+    st.tuples(
+        st.sampled_from(["c1", "c2", "c3"]),
+        st.sampled_from(["running", "ok", "error", "interrupted"]),
+        st.integers(0, 3),
+    ),
     max_size=6,
 )
 
@@ -223,8 +295,17 @@ def test_batches_merge_like_the_reference(store: Store, batches: list[list[tuple
     reference = openprogram.open_store("memory://")
     session = f"h{os.urandom(6).hex()}"
     for batch in batches:
-        rows = [row(f"{session}-{cid}", session, status=status, output=f'"{n}"', started=float(ord(cid[1])),
-                    owner=live_owner()) for cid, status, n in batch]  # fmt: skip
+        rows = [
+            row(
+                f"{session}-{cid}",
+                session,
+                status=status,
+                output=f'"{n}"',
+                started=float(ord(cid[1])),
+                owner=live_owner(),
+            )
+            for cid, status, n in batch
+        ]
         sessions = [(session, "a", 1.0, float(len(rows)))]
         store.write(sessions, rows)
         reference.write(sessions, rows)

@@ -8,10 +8,9 @@ import subprocess
 import sys
 import time
 
+import openprogram
 import pytest
 from store_support import WORKER, worker_env
-
-import openprogram
 
 WORKERS = 4
 BRANCHES = 150
@@ -22,8 +21,13 @@ def test_workers_write_one_session_at_once(durable_url: str) -> None:
     session_id = f"shared-{time.time_ns()}"
     start_at = time.time() + 1.5  # every worker starts recording at the same moment
     procs = [
-        subprocess.Popen([sys.executable, str(WORKER), durable_url, session_id, str(BRANCHES), str(start_at)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, str(WORKER), durable_url, session_id, str(BRANCHES), str(start_at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=worker_env(),
+        )
         for _ in range(WORKERS)
     ]
     turns = set()
@@ -63,8 +67,13 @@ def test_workers_write_one_session_at_once(durable_url: str) -> None:
 
 def test_flushed_records_survive_a_killed_process(durable_url: str) -> None:
     session_id = f"killed-{time.time_ns()}"
-    proc = subprocess.Popen([sys.executable, str(WORKER), durable_url, session_id, "5", "0", "hold"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env())  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), durable_url, session_id, "5", "0", "hold"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=worker_env(),
+    )
     try:
         assert proc.stdout is not None
         turn_id, flushed = proc.stdout.readline().split()
@@ -81,8 +90,9 @@ def test_flushed_records_survive_a_killed_process(durable_url: str) -> None:
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "openprogram", *args], capture_output=True, text=True,
-                          env=env, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "openprogram", *args], check=False, capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 @pytest.mark.parametrize("how", ["--store", "OPENPROGRAM_STORE"])
@@ -109,7 +119,9 @@ def test_cli_reads_the_store(durable_url: str, how: str) -> None:
 
     as_json = json.loads(_cli(*head, "show", h.session_id, "--json", env=env).stdout)
     assert [(c["kind"], c["name"], c["output"]) for c in as_json["calls"]] == [
-        ("turn", "cli-agent", None), ("tool", "lookup", "ABC")]  # fmt: skip
+        ("turn", "cli-agent", None),
+        ("tool", "lookup", "ABC"),
+    ]
 
     missing = _cli(*head, "show", "no-such-session", env=env)
     assert missing.returncode == 1 and "no session 'no-such-session'" in missing.stderr
