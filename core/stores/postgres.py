@@ -12,9 +12,11 @@ connect timeout (``connect_timeout`` in the URL wins). ``url`` never contains a
 password; the full URL is kept in :attr:`PostgresStore.connect_url` for child
 processes and is never logged.
 
-Each batch from the background writer is one transaction: rows are copied into
-a temporary staging table (``COPY``) and merged with ``INSERT ... ON CONFLICT``,
-rows locked in key order so concurrent writers do not deadlock.
+Each batch from the background writer is one transaction. New calls go in with
+``COPY``; rows that must replace a ``running`` row (or that a ``COPY`` finds
+already present, e.g. a re-imported spill file) are copied into a temporary
+staging table and merged with ``INSERT ... ON CONFLICT``, in key order so
+concurrent writers do not deadlock.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ class PostgresStore(Store):
         self._read_lock = threading.Lock()  # guards the short-read connection
         self._write_conn: psycopg.Connection[Any] | None = None
         self._read_conn: psycopg.Connection[Any] | None = None
+        self._running_ids: set[str] = set()  # calls this store wrote as running, final row not yet written
         self._prepared = False
         self._prepare_lock = threading.Lock()
 
@@ -307,17 +310,42 @@ class PostgresStore(Store):
         calls: list[CallRow],
         aliases: list[AliasRow],
     ) -> None:
+        from psycopg import errors
+
+        # Rows of calls this store wrote as running need an upsert; every other row is new
+        # unless another process wrote it too (a re-imported spill file), which a failed COPY reveals.
+        running = self._running_ids
+        known = [r for r in calls if r[0] in running]
+        new = [r for r in calls if r[0] not in running] if known else calls
         with conn.transaction(), conn.cursor() as cur:
             # Lock order: sessions, calls, aliases, each by key, the same in every process.
             if sessions:
                 cur.executemany(_UPSERT_SESSION, sessions)
-            if calls:
-                with cur.copy(f"COPY openprogram_stage ({_COLUMNS}) FROM STDIN") as copy:
-                    for row in calls:
-                        copy.write_row(row)
-                cur.execute(_MERGE_CALLS)
+            if known:
+                self._merge(cur, known)
+            if new:
+                try:
+                    with conn.transaction(), cur.copy(f"COPY calls ({_COLUMNS}) FROM STDIN") as copy:
+                        for row in new:
+                            copy.write_row(row)
+                except errors.UniqueViolation:
+                    self._merge(cur, new)
             if aliases:
                 cur.executemany(_UPSERT_ALIAS, aliases)
+        for row in calls:
+            if row[7] == "running":
+                running.add(row[0])
+            else:
+                running.discard(row[0])
+
+    @staticmethod
+    def _merge(cur: psycopg.Cursor[Any], calls: list[CallRow]) -> None:
+        """Upsert through the staging table: a running row gives way to a final one, nothing else changes."""
+        with cur.copy(f"COPY openprogram_stage ({_COLUMNS}) FROM STDIN") as copy:
+            for row in calls:
+                copy.write_row(row)
+        cur.execute(_MERGE_CALLS)
+        cur.execute("TRUNCATE openprogram_stage")  # the fallback may stage the same rows again
 
     def heartbeat(self, owner: str, at: float) -> None:
         import psycopg

@@ -313,3 +313,17 @@ def test_batches_merge_like_the_reference(store: Store, batches: list[list[tuple
     want = [c.to_dict() for c in reference.list_calls(session)]
     assert got == want
     assert store.get_session(session) == reference.get_session(session) or not any(batches)
+
+
+def test_final_row_from_another_store_object_replaces_running(durable_url: str) -> None:
+    """Another process (here: another store object on the same database) finishes a running call."""
+    first = openprogram.open_store(durable_url)
+    first.write([("s1", "a", 1.0, 1.0)], [row("c1", status="running", output=None), row("c2", output='"kept"')])
+    second = type(first)(first.path if hasattr(first, "path") else first.connect_url)  # type: ignore[attr-defined]
+    try:
+        # A re-imported spill file: one row finishes c1, one repeats c2 with a different output, one is new.
+        second.write([], [row("c1", output='"done"'), row("c2", output='"other"'), row("c3", output='"new"')])
+    finally:
+        second.close()
+    got = {c.call_id: (c.status, c.output) for c in first.list_calls("s1")}
+    assert got == {"c1": ("ok", "done"), "c2": ("ok", "kept"), "c3": ("ok", "new")}
