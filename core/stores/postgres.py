@@ -24,11 +24,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
 
@@ -108,13 +110,26 @@ _SESSION_COLUMNS = (
     "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
 )
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECASE)
 _RETRIES = 3  # a batch that lost a deadlock or serialization race is retried this often
 
 
-def _split_url(url: str) -> tuple[str, str | None]:
-    """Separate our ``schema=`` parameter from the libpq URI."""
-    parts = urlsplit(url)
+def _split_url(url: str) -> tuple[str, str | None, list[str]]:
+    """Separate our ``schema=`` parameter from the libpq URI; also return the secrets it carries."""
+    from . import safe_url
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError as exc:
+        raise StoreError(f"bad PostgreSQL store URL {safe_url(url)!r}: {exc}") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
+    secrets = [v for k, v in query if k in ("password", "sslpassword") and v]
+    if password:
+        secrets += [password, unquote(password)]
+    raw = _RAW_PASSWORD.match(url)
+    if raw:
+        secrets.append(raw.group(1))
     schema = None
     kept = []
     for key, value in query:
@@ -124,7 +139,7 @@ def _split_url(url: str) -> tuple[str, str | None]:
             kept.append((key, value))
     if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
         raise StoreError(f"bad schema name {schema!r} in a PostgreSQL store URL: use letters, digits and _")
-    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+    return urlunsplit(parts._replace(query=urlencode(kept))), schema, sorted(set(secrets), key=len, reverse=True)
 
 
 def _dedupe_calls(calls: Sequence[CallRow]) -> list[CallRow]:
@@ -154,13 +169,31 @@ def _dedupe_aliases(aliases: Sequence[AliasRow]) -> list[AliasRow]:
     return [last[k] for k in sorted(last)]
 
 
+_stores: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _forget_connections_after_fork() -> None:
+    """In a forked child, never touch the parent's connections: the sockets are shared.
+
+    Each inherited socket is pointed at /dev/null before the connection object is
+    dropped, so its goodbye message (sent when it is freed) cannot end the
+    parent's session; the child connects afresh when it needs to.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for store in list(_stores):
+            store._after_fork(devnull)
+    finally:
+        os.close(devnull)
+
+
 class PostgresStore(Store):
     """A store in a PostgreSQL database (psycopg 3), shared by any number of processes and hosts."""
 
     def __init__(self, url: str) -> None:
         from . import safe_url
 
-        self._conninfo, self.schema = _split_url(url)
+        self._conninfo, self.schema, self._secrets = _split_url(url)
         self._connect_url = url
         self.url = safe_url(url)
         self._lock = threading.Lock()  # guards the write connection
@@ -170,6 +203,16 @@ class PostgresStore(Store):
         self._running_ids: set[str] = set()  # calls this store wrote as running, final row not yet written
         self._prepared = False
         self._prepare_lock = threading.Lock()
+        _stores.add(self)
+
+    def _after_fork(self, devnull: int) -> None:
+        for conn in (self._write_conn, self._read_conn):
+            if conn is not None and not conn.closed:
+                with contextlib.suppress(Exception):
+                    os.dup2(devnull, conn.fileno())
+        self._write_conn = self._read_conn = None
+        self._lock, self._read_lock = threading.Lock(), threading.Lock()
+        self._running_ids = set()
 
     @property
     def connect_url(self) -> str:
@@ -178,11 +221,21 @@ class PostgresStore(Store):
 
     def _where(self) -> str:
         parts = urlsplit(self.url)
-        where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or ''}"
+        try:
+            port = parts.port or 5432
+        except ValueError:
+            port = parts.netloc.rpartition(":")[2]  # type: ignore[assignment]
+        where = f"{parts.hostname or 'localhost'}:{port}{parts.path or ''}"
         return f"{where} (schema {self.schema})" if self.schema else where
 
+    def _scrub(self, text: str) -> str:
+        """``text`` without the URL's password (libpq may quote parts of a bad connection string)."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
     def _error(self, action: str, exc: BaseException) -> StoreError:
-        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        text = self._scrub(" ".join(str(exc).split())[:300] or type(exc).__name__)
         return StoreError(f"cannot {action} the PostgreSQL store at {self._where()}: {text}")
 
     # --- connections -----------------------------------------------------------
@@ -198,7 +251,7 @@ class PostgresStore(Store):
         try:
             given = conninfo_to_dict(self._conninfo)
         except psycopg.Error as exc:
-            raise StoreError(f"bad PostgreSQL store URL {self.url!r}: {exc}") from exc
+            raise StoreError(f"bad PostgreSQL store URL {self.url!r}: {self._scrub(str(exc))}") from None
         if "connect_timeout" not in given:
             options["connect_timeout"] = CONNECT_TIMEOUT
         for key, value in (("keepalives", 1), ("keepalives_idle", 30), ("keepalives_interval", 10),
@@ -210,7 +263,7 @@ class PostgresStore(Store):
         try:
             conn = psycopg.connect(self._conninfo, **options)
         except psycopg.Error as exc:
-            raise self._error("connect to", exc) from exc
+            raise self._error("connect to", exc) from None  # the cause may quote the connection string
         try:
             if self.schema:
                 conn.execute("SELECT set_config('search_path', %s, false)", (f'"{self.schema}"',))
@@ -431,3 +484,7 @@ class PostgresStore(Store):
         with self._read_lock:
             conn, self._read_conn = self._read_conn, None
             self._drop(conn)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_connections_after_fork)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -268,3 +269,51 @@ def test_a_store_whose_whole_backlog_was_spilled_recovers(
     assert any("writable again" in r.getMessage() for r in caplog.records)
     assert cli_main(["--store", outage_url, "import", str(spill)], out=io.StringIO()) == 0
     assert len(openprogram.open_store(outage_url).list_calls(h.session_id)) == 31
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://someone:{PASSWORD}@127.0.0.1:notaport/test",
+        f"postgresql://someone:{PASSWORD} x@127.0.0.1:1/test",  # libpq quotes the malformed part
+        f"postgresql://someone@127.0.0.1:1/test?password={PASSWORD}&nonsense=1",
+        f"postgresql://someone:{PASSWORD}@[::1/test",
+    ],
+)
+def test_errors_about_bad_urls_never_show_the_password(url: str, backends: Backends) -> None:
+    backends.urls.append("memory://unused")
+    with pytest.raises(StoreError) as caught:
+        store = pg.PostgresStore(url)
+        try:
+            assert PASSWORD not in store.url and PASSWORD not in repr(store)
+            store.list_sessions()
+        finally:
+            store.close()
+    assert PASSWORD not in str(caught.value)
+    assert caught.value.__cause__ is None or PASSWORD not in str(caught.value.__cause__)
+
+
+def test_a_forked_child_never_uses_the_parents_connections(pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="openprogram")
+    store = openprogram.open_store(pg_url)
+    assert isinstance(store, pg.PostgresStore)
+    store.write([("parent", "a", 1.0, 1.0)], [])
+    store.list_sessions()
+    writer, reader = store._write_conn, store._read_conn
+    assert writer is not None and reader is not None
+    pid = os.fork()
+    if pid == 0:  # the child: write and read through the same store object, then exit
+        code = 1
+        try:
+            store.write([("child", "a", 2.0, 2.0)], [])
+            code = 0 if len(store.list_sessions()) == 2 and store._write_conn is not writer else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The parent's own connections are untouched and still work: no reconnect, no warning.
+    store.write([("parent", "a", 1.0, 5.0)], [])
+    assert store._write_conn is writer and store._read_conn is reader
+    assert [s.session_id for s in store.list_sessions()] == ["parent", "child"]
+    assert store._read_conn is reader
+    assert not _openprogram_warnings(caplog)
