@@ -327,3 +327,26 @@ def test_final_row_from_another_store_object_replaces_running(durable_url: str) 
         second.close()
     got = {c.call_id: (c.status, c.output) for c in first.list_calls("s1")}
     assert got == {"c1": ("ok", "done"), "c2": ("ok", "kept"), "c3": ("ok", "new")}
+
+
+def test_connection_string_passwords_never_reach_a_session(store_url: str) -> None:
+    secret = "hunter2-Secret"
+
+    @openprogram.tool
+    def connect(dsn: str, options: dict[str, str]) -> str:
+        raise ConnectionError(f"cannot reach {dsn}")
+
+    @openprogram.tool
+    def describe(target: str) -> str:
+        return f"connected to {target}"
+
+    with openprogram.session_context(store=store_url) as h:
+        with pytest.raises(ConnectionError) as caught:
+            connect(f"postgresql://app:{secret}@db.internal/prod", {"kv": f"host=db password={secret} user=app"})
+        describe(f"mysql://root:{secret}@10.0.0.1:3306/x?sslpassword={secret}")
+    assert secret in str(caught.value)  # the user's own exception is untouched
+    assert openprogram.flush()
+    calls = openprogram.open_store(store_url).list_calls(h.session_id)
+    recorded = repr([c.to_dict() for c in calls])
+    assert secret not in recorded
+    assert "postgresql://app:[redacted]@db.internal/prod" in recorded and "password=[redacted]" in recorded
