@@ -44,6 +44,9 @@ logger = logging.getLogger("openprogram")
 #: Seconds to wait for a connection unless the URL says otherwise.
 CONNECT_TIMEOUT = 5
 
+#: Heartbeats older than this (seconds) are deleted, at most once per store object per period.
+PRUNE_HEARTBEATS_AFTER = 86_400.0
+
 #: Migration ``n`` (0-based) takes the schema from version ``n`` to ``n + 1``.
 #: Append, never edit: a database records the version it reached in ``meta``.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -200,6 +203,7 @@ class PostgresStore(Store):
         self._read_lock = threading.Lock()  # guards the short-read connection
         self._write_conn: psycopg.Connection[Any] | None = None
         self._read_conn: psycopg.Connection[Any] | None = None
+        self._pruned_at = 0.0
         self._running_ids: set[str] = set()  # calls this store wrote as running, final row not yet written
         self._prepared = False
         self._prepare_lock = threading.Lock()
@@ -410,6 +414,10 @@ class PostgresStore(Store):
                     "INSERT INTO heartbeats VALUES (%s, %s) ON CONFLICT (owner) DO UPDATE SET at = excluded.at",
                     (owner, at),
                 )
+                if at - self._pruned_at > PRUNE_HEARTBEATS_AFTER:
+                    # One row per writer process ever: drop those long dead so the table stays small.
+                    conn.execute("DELETE FROM heartbeats WHERE at < %s", (at - PRUNE_HEARTBEATS_AFTER,))
+                    self._pruned_at = at
             except psycopg.Error as exc:
                 self._write_conn = None
                 self._drop(conn)

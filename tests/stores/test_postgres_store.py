@@ -122,6 +122,18 @@ def test_many_processes_create_the_schema_at_once(pg_url: str) -> None:
     assert len(openprogram.open_store(pg_url).list_sessions()) == 8
 
 
+def test_long_dead_heartbeats_are_pruned(pg_url: str) -> None:
+    store = pg.PostgresStore(pg_url)
+    try:
+        now = time.time()
+        store.heartbeat("h:1:ancient", now - pg.PRUNE_HEARTBEATS_AFTER - 100)
+        store.heartbeat("h:2:recent", now - 100)
+        store.heartbeat("h:3:now", now)
+        assert set(store._heartbeats()) == {"h:2:recent", "h:3:now"}
+    finally:
+        store.close()
+
+
 def test_child_process_joins_the_session_through_connect_url(pg_url: str) -> None:
     script = "import openprogram\nopenprogram.tool(lambda: 'child')()\nassert openprogram.flush()\n"
     with openprogram.session_context(store=pg_url) as h:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -350,3 +351,17 @@ def test_connection_string_passwords_never_reach_a_session(store_url: str) -> No
     recorded = repr([c.to_dict() for c in calls])
     assert secret not in recorded
     assert "postgresql://app:[redacted]@db.internal/prod" in recorded and "password=[redacted]" in recorded
+
+
+async def test_async_tools_record_concurrently(store_url: str) -> None:
+    @openprogram.tool
+    async def fetch(i: int) -> int:
+        await asyncio.sleep(0.001 * (i % 3))
+        return i
+
+    async with openprogram.session_context(store=store_url) as h:
+        assert await asyncio.gather(*(fetch(i) for i in range(20))) == list(range(20))
+    assert await openprogram.flush_async()
+    calls = openprogram.open_store(store_url).list_calls(h.session_id)
+    assert len(calls) == 21 and sorted(c.output for c in calls[1:]) == list(range(20))
+    assert all(c.parent_id == calls[0].call_id for c in calls[1:])
