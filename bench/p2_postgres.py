@@ -50,6 +50,17 @@ def _record(url: str, session_id: str, calls: int, start_at: float, out: Any) ->
 
     store = openprogram.open_store(url)
     store.list_sessions()  # connect and create the schema before the clock starts
+    busy = [0.0]
+    write = store.write
+
+    def timed_write(*args: Any) -> None:  # time spent inside the store, per process
+        t = time.perf_counter()
+        try:
+            write(*args)
+        finally:
+            busy[0] += time.perf_counter() - t
+
+    store.write = timed_write  # type: ignore[method-assign]
     while time.time() < start_at:
         time.sleep(0.001)
     t0 = time.time()
@@ -57,8 +68,8 @@ def _record(url: str, session_id: str, calls: int, start_at: float, out: Any) ->
         for i in range(calls):
             lookup(f"q{i}")
         returned = time.time()
-    durable = openprogram.flush(timeout=600)
-    out.put((t0, returned, time.time(), durable))
+        durable = openprogram.flush(timeout=600)
+    out.put((t0, returned, time.time(), durable and openprogram.flush(timeout=60), busy[0]))
 
 
 # --- plain psycopg writers -------------------------------------------------------------
@@ -85,11 +96,11 @@ def _plain(url: str, target: tuple[str, str], rows: list[tuple[Any, ...]], start
                 for i in range(0, len(rows), BATCH):
                     cur.executemany(f"INSERT INTO calls ({COLUMNS}) VALUES ({marks})", rows[i : i + BATCH])
                     conn.commit()
-        out.put((t0, time.time(), time.time(), True))
+        out.put((t0, time.time(), time.time(), True, 0.0))
 
 
-def _run(target: Any, args_per_proc: list[tuple[Any, ...]]) -> tuple[float, float, bool]:
-    """Run one process per argument tuple from a common start; (seconds to return, seconds to durable, ok)."""
+def _run(target: Any, args_per_proc: list[tuple[Any, ...]]) -> tuple[float, float, bool, float]:
+    """One process per argument tuple from a common start: seconds to return, to durable, ok, max store busy."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     start_at = time.time() + 3.0  # room for every process to start and connect
@@ -102,7 +113,8 @@ def _run(target: Any, args_per_proc: list[tuple[Any, ...]]) -> tuple[float, floa
         if p.exitcode != 0:
             raise SystemExit(f"a writer process failed (exit {p.exitcode})")
     t0 = min(r[0] for r in results)
-    return max(r[1] for r in results) - t0, max(r[2] for r in results) - t0, all(r[3] for r in results)
+    return (max(r[1] for r in results) - t0, max(r[2] for r in results) - t0, all(r[3] for r in results),
+            max(r[4] for r in results))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(line("openprogram, tools returned", "returned", "calls/s"))
     print(line("openprogram, until durable", "openprogram", "calls/s"))
+    print(line("  inside PostgresStore.write, 1 proc", "store", "rows/s "))
     print(line("psycopg COPY, 1 per process", "copy", "rows/s "))
     print(line(f"psycopg executemany, {BATCH}-row commits", "executemany", "rows/s "))
     print(f"  ratio durable openprogram / COPY         {rate['openprogram'] / rate['copy']:.2f}")
@@ -161,7 +174,7 @@ def _once(admin: Any, args: argparse.Namespace) -> dict[str, float] | None:
     rate: dict[str, float] = {}
     try:
         url = _with_schema(args.url, schemas["openprogram"])
-        returned, durable, ok = _run(_record, [(url, f"bench-{tag}", args.calls)] * args.procs)
+        returned, durable, ok, busy = _run(_record, [(url, f"bench-{tag}", args.calls)] * args.procs)
         with admin.cursor() as cur:
             cur.execute(f'SELECT {COLUMNS} FROM "{schemas["openprogram"]}".calls ORDER BY call_id')
             rows = cur.fetchall()
@@ -170,6 +183,7 @@ def _once(admin: Any, args: argparse.Namespace) -> dict[str, float] | None:
             return None
         rate["returned"] = total / returned
         rate["openprogram"] = len(rows) / durable
+        rate["store"] = (len(rows) / args.procs) / busy  # one writer's rows per second inside PostgresStore.write
         shards = [rows[i :: args.procs] for i in range(args.procs)]
         for how in ("copy", "executemany"):
             schema = schemas[how]
@@ -178,7 +192,7 @@ def _once(admin: Any, args: argparse.Namespace) -> dict[str, float] | None:
             for statement in MIGRATIONS[0]:
                 admin.execute(statement)  # the store's own tables and indexes
             admin.execute("SET search_path TO DEFAULT")
-            _, seconds, _ = _run(_plain, [(args.url, (schema, how), shard) for shard in shards])
+            _, seconds, _, _ = _run(_plain, [(args.url, (schema, how), shard) for shard in shards])
             rate[how] = len(rows) / seconds
             (count,) = admin.execute(f'SELECT count(*) FROM "{schema}".calls').fetchone()
             if count != len(rows):
