@@ -1,11 +1,11 @@
 """``postgresql://...`` — one store shared by agent workers on many machines.
 
 Needs ``openprogram[postgres]`` (psycopg 3). The URL is a libpq connection URI;
-one extra query parameter, ``schema=NAME``, keeps openprogram's tables in their
-own schema (created if missing) so several applications or test runs can share
-a database. The schema is created on first use under an advisory lock (safe
-when many processes start at once) and versioned in a ``meta`` table; later
-versions of openprogram migrate it by appending to :data:`MIGRATIONS`.
+one extra query parameter, ``schema=NAME`` (default ``openprogram``), names the
+schema that holds openprogram's tables, apart from the application's own. It is
+created on first use under an advisory lock (safe when many processes start at
+once) and versioned in a ``meta`` table; later versions of openprogram migrate
+it by appending to :data:`MIGRATIONS`.
 
 Nothing connects at construction: the first read or write does, with a short
 connect timeout (``connect_timeout`` in the URL wins). ``url`` never contains a
@@ -37,9 +37,12 @@ from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
 
 logger = logging.getLogger("openprogram")
+
+#: Where the tables go unless the URL says ``schema=NAME``: apart from the application's own tables.
+DEFAULT_SCHEMA = "openprogram"
 
 #: Seconds to wait for a connection unless the URL says otherwise.
 CONNECT_TIMEOUT = 5
@@ -117,7 +120,7 @@ _RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECAS
 _RETRIES = 3  # a batch that lost a deadlock or serialization race is retried this often
 
 
-def _split_url(url: str) -> tuple[str, str | None, list[str]]:
+def _split_url(url: str) -> tuple[str, str, list[str]]:
     """Separate our ``schema=`` parameter from the libpq URI; also return the secrets it carries."""
     from . import safe_url
 
@@ -133,14 +136,14 @@ def _split_url(url: str) -> tuple[str, str | None, list[str]]:
     raw = _RAW_PASSWORD.match(url)
     if raw:
         secrets.append(raw.group(1))
-    schema = None
+    schema = DEFAULT_SCHEMA
     kept = []
     for key, value in query:
         if key == "schema":
             schema = value
         else:
             kept.append((key, value))
-    if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+    if not _SCHEMA_NAME.fullmatch(schema):
         raise StoreError(f"bad schema name {schema!r} in a PostgreSQL store URL: use letters, digits and _")
     return urlunsplit(parts._replace(query=urlencode(kept))), schema, sorted(set(secrets), key=len, reverse=True)
 
@@ -229,8 +232,7 @@ class PostgresStore(Store):
             port = parts.port or 5432
         except ValueError:
             port = parts.netloc.rpartition(":")[2]  # type: ignore[assignment]
-        where = f"{parts.hostname or 'localhost'}:{port}{parts.path or ''}"
-        return f"{where} (schema {self.schema})" if self.schema else where
+        return f"{parts.hostname or 'localhost'}:{port}{parts.path or ''} (schema {self.schema})"
 
     def _scrub(self, text: str) -> str:
         """``text`` without the URL's password (libpq may quote parts of a bad connection string)."""
@@ -239,7 +241,7 @@ class PostgresStore(Store):
         return text
 
     def _error(self, action: str, exc: BaseException) -> StoreError:
-        text = self._scrub(" ".join(str(exc).split())[:300] or type(exc).__name__)
+        text = self._scrub(" ".join(str(exc).split()))[:300] or type(exc).__name__
         return StoreError(f"cannot {action} the PostgreSQL store at {self._where()}: {text}")
 
     # --- connections -----------------------------------------------------------
@@ -269,11 +271,12 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise self._error("connect to", exc) from None  # the cause may quote the connection string
         try:
-            if self.schema:
-                conn.execute("SELECT set_config('search_path', %s, false)", (f'"{self.schema}"',))
+            conn.execute("SELECT set_config('search_path', %s, false)", (f'"{self.schema}"',))
             self._prepare(conn)
-        except BaseException:
+        except BaseException as exc:
             conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise self._error("set up", exc) from exc
             raise
         return conn
 
@@ -288,13 +291,12 @@ class PostgresStore(Store):
             if self._prepared:
                 return
             lock_key = int.from_bytes(
-                hashlib.sha256(f"openprogram.schema:{self.schema or ''}".encode()).digest()[:8], "big", signed=True
+                hashlib.sha256(f"openprogram.schema:{self.schema}".encode()).digest()[:8], "big", signed=True
             )
             try:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
-                    if self.schema:
-                        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
                     conn.execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
                     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                     found = 0 if row is None else int(row[0])

@@ -37,7 +37,8 @@ def _query(sql: str, *params: object) -> list[tuple[object, ...]]:
     import psycopg
 
     with psycopg.connect(require_postgres(), autocommit=True) as conn:
-        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+        cursor = conn.execute(sql, params)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description is not None else []
 
 
 def _openprogram_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -329,3 +330,17 @@ def test_a_forked_child_never_uses_the_parents_connections(pg_url: str, caplog: 
     assert [s.session_id for s in store.list_sessions()] == ["parent", "child"]
     assert store._read_conn is reader
     assert not _openprogram_warnings(caplog)
+
+
+def test_tables_go_to_the_openprogram_schema_by_default(backends: Backends) -> None:
+    base = require_postgres()
+    assert "schema=" not in base
+    backends.urls.append(base)
+    store = openprogram.open_store(base)
+    session_id = f"default-schema-{os.urandom(6).hex()}"
+    try:
+        store.write([(session_id, "a", 1.0, 1.0)], [])
+        assert _query("SELECT agent_id FROM openprogram.sessions WHERE session_id = %s", session_id) == [("a",)]
+        assert "(schema openprogram)" in store._where()  # type: ignore[attr-defined]
+    finally:
+        _query("DELETE FROM openprogram.sessions WHERE session_id = %s", session_id)
