@@ -334,7 +334,8 @@ def test_a_forked_child_never_uses_the_parents_connections(pg_url: str, caplog: 
 
 def test_tables_go_to_the_openprogram_schema_by_default(backends: Backends) -> None:
     base = require_postgres()
-    assert "schema=" not in base
+    if "schema=" in base:
+        pytest.skip("OPENPROGRAM_TEST_POSTGRES names a schema; this test is about the default")
     backends.urls.append(base)
     store = openprogram.open_store(base)
     session_id = f"default-schema-{os.urandom(6).hex()}"
