@@ -31,6 +31,7 @@ __all__ = [
     "scalar_json",
     "is_secret_key",
     "limits",
+    "redact_text",
     "set_limits",
 ]
 
@@ -87,6 +88,9 @@ _SECRET_VALUE: Final = re.compile(
     r"^(?:Bearer\s+\S{8,}|Basic\s+[A-Za-z0-9+/=]{8,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
 )
+# Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
+_URL_PASSWORD: Final = re.compile(r"([a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)", re.IGNORECASE)
+_PARAM_PASSWORD: Final = re.compile(r"((?:^|[\s?&;])(?:ssl)?password\s*=\s*)[^\s&;]+", re.IGNORECASE)
 _key_cache: dict[str, bool] = {}
 
 
@@ -102,6 +106,13 @@ def is_secret_key(key: str) -> bool:
         if len(_key_cache) < 10_000:
             _key_cache[key] = hit
     return hit
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the passwords of any connection strings in it replaced by ``[redacted]``."""
+    if "@" in text or "assword" in text:
+        text = _PARAM_PASSWORD.sub(rf"\g<1>{REDACTED}", _URL_PASSWORD.sub(rf"\g<1>{REDACTED}", text))
+    return text
 
 
 class _Budget:
@@ -136,6 +147,7 @@ def _walk(value: object, lim: Limits, budget: _Budget, depth: int, seen: set[int
         if len(text) > 7 and _SECRET_VALUE.match(text):
             budget.left -= 10
             return REDACTED
+        text = redact_text(text)
         text = _clip(text, min(lim.max_string, max(budget.left, 16)))
         budget.left -= len(text) + 2
         return text

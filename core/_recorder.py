@@ -14,7 +14,7 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any
 
-from ._capture import ATOMIC_TYPES, PRECAPTURED, capture
+from ._capture import ATOMIC_TYPES, PRECAPTURED, capture, redact_text
 from ._context import SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._writer import inflight, queue
@@ -40,6 +40,7 @@ def describe_error(exc: BaseException) -> str:
         text = f"{type(exc).__qualname__}: {exc}"
     except Exception:
         text = f"{type(exc).__qualname__}: <str() failed>"
+    text = redact_text(text)
     return text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "...[truncated]"
 
 

@@ -246,7 +246,7 @@ def _cycle_locked() -> None:
         if pending or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
             if not _write(state, owner, now):
                 all_ok = False
-        elif state.failing:
+        elif state.failing and not _write(state, owner, now):  # probe: the backlog may all be spilled
             all_ok = False
     for marker in markers:
         marker.ok = all_ok
@@ -264,7 +264,7 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         return False
     store = state.store
     try:
-        if state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls):
+        if state.failing or (state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls)):
             store.heartbeat(owner, now)
             state.last_beat = now
         if state.pending_calls or state.pending_sessions or state.pending_aliases:

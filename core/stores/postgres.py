@@ -1,0 +1,500 @@
+"""``postgresql://...`` — one store shared by agent workers on many machines.
+
+Needs ``openprogram[postgres]`` (psycopg 3). The URL is a libpq connection URI;
+one extra query parameter, ``schema=NAME`` (default ``openprogram``), names the
+schema that holds openprogram's tables, apart from the application's own. It is
+created on first use under an advisory lock (safe when many processes start at
+once) and versioned in a ``meta`` table; later versions of openprogram migrate
+it by appending to :data:`MIGRATIONS`.
+
+Nothing connects at construction: the first read or write does, with a short
+connect timeout (``connect_timeout`` in the URL wins). ``url`` never contains a
+password; the full URL is kept in :attr:`PostgresStore.connect_url` for child
+processes and is never logged.
+
+Each batch from the background writer is one transaction. New calls go in with
+``COPY``; rows that must replace a ``running`` row (or that a ``COPY`` finds
+already present, e.g. a re-imported spill file) are copied into a temporary
+staging table and merged with ``INSERT ... ON CONFLICT``, in key order so
+concurrent writers do not deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
+
+logger = logging.getLogger("openprogram")
+
+#: Where the tables go unless the URL says ``schema=NAME``: apart from the application's own tables.
+DEFAULT_SCHEMA = "openprogram"
+
+#: Seconds to wait for a connection unless the URL says otherwise.
+CONNECT_TIMEOUT = 5
+
+#: Heartbeats older than this (seconds) are deleted, at most once per store object per period.
+PRUNE_HEARTBEATS_AFTER = 86_400.0
+
+#: Migration ``n`` (0-based) takes the schema from version ``n`` to ``n + 1``.
+#: Append, never edit: a database records the version it reached in ``meta``.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE sessions (
+            session_id text PRIMARY KEY,
+            agent_id   text NOT NULL,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL
+        )""",
+        "CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC)",
+        """CREATE TABLE calls (
+            call_id    text PRIMARY KEY,
+            session_id text NOT NULL,
+            turn_id    text NOT NULL,
+            parent_id  text,
+            kind       text NOT NULL,
+            name       text NOT NULL,
+            framework  text,
+            status     text NOT NULL,
+            inputs     text,
+            output     text,
+            error      text,
+            attributes text,
+            started_at double precision NOT NULL,
+            ended_at   double precision,
+            owner      text NOT NULL
+        )""",
+        "CREATE INDEX calls_by_session ON calls (session_id, started_at, call_id)",
+        "CREATE TABLE heartbeats (owner text PRIMARY KEY, at double precision NOT NULL)",
+        """CREATE TABLE aliases (
+            namespace  text NOT NULL,
+            key        text NOT NULL,
+            session_id text NOT NULL,
+            bound_at   double precision NOT NULL,
+            PRIMARY KEY (namespace, key)
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_COLUMNS = (
+    "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
+    "inputs, output, error, attributes, started_at, ended_at, owner"
+)
+_STAGE = "CREATE TEMP TABLE IF NOT EXISTS openprogram_stage (LIKE calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+# A running row may be replaced by its final row; a final row is never replaced.
+_MERGE_CALLS = (
+    f"INSERT INTO calls ({_COLUMNS}) SELECT {_COLUMNS} FROM openprogram_stage ORDER BY call_id "
+    "ON CONFLICT (call_id) DO UPDATE SET status = excluded.status, inputs = excluded.inputs, "
+    "output = excluded.output, error = excluded.error, attributes = excluded.attributes, "
+    "ended_at = excluded.ended_at WHERE calls.status = 'running' AND excluded.status <> 'running'"
+)
+_UPSERT_SESSION = (
+    "INSERT INTO sessions VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) "
+    "DO UPDATE SET updated_at = GREATEST(sessions.updated_at, excluded.updated_at)"
+)
+_UPSERT_ALIAS = (
+    "INSERT INTO aliases VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, key) "
+    "DO UPDATE SET session_id = excluded.session_id, bound_at = excluded.bound_at"
+)
+_SESSION_COLUMNS = (
+    "s.session_id, s.agent_id, s.created_at, s.updated_at, "
+    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
+)
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECASE)
+_RETRIES = 3  # a batch that lost a deadlock or serialization race is retried this often
+
+
+def _split_url(url: str) -> tuple[str, str, list[str]]:
+    """Separate our ``schema=`` parameter from the libpq URI; also return the secrets it carries."""
+    from . import safe_url
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError as exc:
+        raise StoreError(f"bad PostgreSQL store URL {safe_url(url)!r}: {exc}") from None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    secrets = [v for k, v in query if k in ("password", "sslpassword") and v]
+    if password:
+        secrets += [password, unquote(password)]
+    raw = _RAW_PASSWORD.match(url)
+    if raw:
+        secrets.append(raw.group(1))
+    schema = DEFAULT_SCHEMA
+    kept = []
+    for key, value in query:
+        if key == "schema":
+            schema = value
+        else:
+            kept.append((key, value))
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(f"bad schema name {schema!r} in a PostgreSQL store URL: use letters, digits and _")
+    return urlunsplit(parts._replace(query=urlencode(kept))), schema, sorted(set(secrets), key=len, reverse=True)
+
+
+def _dedupe_calls(calls: Sequence[CallRow]) -> list[CallRow]:
+    """One row per call id, the one sequential upserts would leave: the first final row, else the first."""
+    chosen: dict[str, CallRow] = {}
+    for row in calls:
+        old = chosen.get(row[0])
+        if old is None or (old[7] == "running" and row[7] != "running"):
+            chosen[row[0]] = row
+    return [chosen[k] for k in sorted(chosen)]
+
+
+def _dedupe_sessions(sessions: Sequence[SessionRow]) -> list[SessionRow]:
+    """One row per session (first agent and created_at, latest updated_at), in key order."""
+    merged: dict[str, SessionRow] = {}
+    for sid, agent, created, updated in sessions:
+        old = merged.get(sid)
+        merged[sid] = (sid, agent, created, updated) if old is None else (sid, old[1], old[2], max(old[3], updated))
+    return [merged[k] for k in sorted(merged)]
+
+
+def _dedupe_aliases(aliases: Sequence[AliasRow]) -> list[AliasRow]:
+    """The last row per key (later binds replace earlier ones), in key order."""
+    last: dict[tuple[str, str], AliasRow] = {}
+    for row in aliases:
+        last[(row[0], row[1])] = row
+    return [last[k] for k in sorted(last)]
+
+
+_stores: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _forget_connections_after_fork() -> None:
+    """In a forked child, never touch the parent's connections: the sockets are shared.
+
+    Each inherited socket is pointed at /dev/null before the connection object is
+    dropped, so its goodbye message (sent when it is freed) cannot end the
+    parent's session; the child connects afresh when it needs to.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for store in list(_stores):
+            store._after_fork(devnull)
+    finally:
+        os.close(devnull)
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database (psycopg 3), shared by any number of processes and hosts."""
+
+    def __init__(self, url: str) -> None:
+        from . import safe_url
+
+        self._conninfo, self.schema, self._secrets = _split_url(url)
+        self._connect_url = url
+        self.url = safe_url(url)
+        self._lock = threading.Lock()  # guards the write connection
+        self._read_lock = threading.Lock()  # guards the short-read connection
+        self._write_conn: psycopg.Connection[Any] | None = None
+        self._read_conn: psycopg.Connection[Any] | None = None
+        self._pruned_at = 0.0
+        self._running_ids: set[str] = set()  # calls this store wrote as running, final row not yet written
+        self._prepared = False
+        self._prepare_lock = threading.Lock()
+        _stores.add(self)
+
+    def _after_fork(self, devnull: int) -> None:
+        for conn in (self._write_conn, self._read_conn):
+            if conn is not None and not conn.closed:
+                with contextlib.suppress(Exception):
+                    os.dup2(devnull, conn.fileno())
+        self._write_conn = self._read_conn = None
+        self._lock, self._read_lock = threading.Lock(), threading.Lock()
+        self._running_ids = set()
+
+    @property
+    def connect_url(self) -> str:
+        """The URL as given, password included: for child processes only, never to be logged."""
+        return self._connect_url
+
+    def _where(self) -> str:
+        parts = urlsplit(self.url)
+        try:
+            port = parts.port or 5432
+        except ValueError:
+            port = parts.netloc.rpartition(":")[2]  # type: ignore[assignment]
+        return f"{parts.hostname or 'localhost'}:{port}{parts.path or ''} (schema {self.schema})"
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the URL's password (libpq may quote parts of a bad connection string)."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _error(self, action: str, exc: BaseException) -> StoreError:
+        text = self._scrub(" ".join(str(exc).split()))[:300] or type(exc).__name__
+        return StoreError(f"cannot {action} the PostgreSQL store at {self._where()}: {text}")
+
+    # --- connections -----------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            import psycopg
+            from psycopg.conninfo import conninfo_to_dict
+        except ImportError as exc:  # pragma: no cover - the extra is missing
+            raise StoreError(
+                f"the PostgreSQL store needs an extra: pip install 'openprogram[postgres]' ({exc})"
+            ) from exc
+        options: dict[str, Any] = {"autocommit": True, "application_name": "openprogram"}
+        try:
+            given = conninfo_to_dict(self._conninfo)
+        except psycopg.Error as exc:
+            raise StoreError(f"bad PostgreSQL store URL {self.url!r}: {self._scrub(str(exc))}") from None
+        if "connect_timeout" not in given:
+            options["connect_timeout"] = CONNECT_TIMEOUT
+        for key, value in (("keepalives", 1), ("keepalives_idle", 30), ("keepalives_interval", 10),
+                           ("keepalives_count", 3)):  # fmt: skip
+            given.setdefault(key, value)
+            options[key] = given[key]
+        if "application_name" in given:
+            del options["application_name"]
+        try:
+            conn = psycopg.connect(self._conninfo, **options)
+        except psycopg.Error as exc:
+            raise self._error("connect to", exc) from None  # the cause may quote the connection string
+        try:
+            conn.execute("SELECT set_config('search_path', %s, false)", (f'"{self.schema}"',))
+            self._prepare(conn)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise self._error("set up", exc) from exc
+            raise
+        return conn
+
+    def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        """Create or migrate the schema once per store object (under an advisory lock)."""
+        if self._prepared:
+            return
+        import psycopg
+        from psycopg import sql
+
+        with self._prepare_lock:
+            if self._prepared:
+                return
+            lock_key = int.from_bytes(
+                hashlib.sha256(f"openprogram.schema:{self.schema}".encode()).digest()[:8], "big", signed=True
+            )
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+                    conn.execute("CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)")
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                    found = 0 if row is None else int(row[0])
+                    if found > SCHEMA_VERSION:
+                        raise StoreError(
+                            f"the PostgreSQL store at {self._where()} has schema version {found}, newer than "
+                            f"this openprogram understands ({SCHEMA_VERSION}); upgrade openprogram"
+                        )
+                    for version in range(found, SCHEMA_VERSION):
+                        for statement in MIGRATIONS[version]:
+                            conn.execute(statement)
+                    if found < SCHEMA_VERSION:
+                        conn.execute(
+                            "INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                            "excluded.value",
+                            (str(SCHEMA_VERSION),),
+                        )
+                        logger.info("openprogram: PostgreSQL store at %s migrated to schema version %d",
+                                    self._where(), SCHEMA_VERSION)  # fmt: skip
+            except psycopg.Error as exc:
+                raise self._error("set up", exc) from exc
+            self._prepared = True
+
+    def _writer(self) -> psycopg.Connection[Any]:
+        conn = self._write_conn
+        if conn is None or conn.closed:
+            conn = self._connect()
+            try:
+                conn.execute(_STAGE)  # once per connection; temporary tables are per connection
+            except Exception as exc:
+                conn.close()
+                raise self._error("set up", exc) from exc
+            self._write_conn = conn
+        return conn
+
+    def _drop(self, conn: psycopg.Connection[Any] | None) -> None:
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    # --- writing ---------------------------------------------------------------
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
+        import psycopg
+        from psycopg import errors
+
+        if not (sessions or calls or aliases):
+            return
+        session_rows = _dedupe_sessions(sessions)
+        call_rows = _dedupe_calls(calls)
+        alias_rows = _dedupe_aliases(aliases)
+        with self._lock:
+            for attempt in range(_RETRIES):
+                conn = self._writer()
+                try:
+                    self._write_batch(conn, session_rows, call_rows, alias_rows)
+                    return
+                except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+                    if attempt == _RETRIES - 1:
+                        raise self._error("write", exc) from exc
+                except psycopg.Error as exc:
+                    if conn.broken or conn.closed or isinstance(exc, psycopg.OperationalError):
+                        self._write_conn = None
+                        self._drop(conn)
+                    raise self._error("write", exc) from exc
+
+    def _write_batch(
+        self,
+        conn: psycopg.Connection[Any],
+        sessions: list[SessionRow],
+        calls: list[CallRow],
+        aliases: list[AliasRow],
+    ) -> None:
+        from psycopg import errors
+
+        # Rows of calls this store wrote as running need an upsert; every other row is new
+        # unless another process wrote it too (a re-imported spill file), which a failed COPY reveals.
+        running = self._running_ids
+        known = [r for r in calls if r[0] in running]
+        new = [r for r in calls if r[0] not in running] if known else calls
+        with conn.transaction(), conn.cursor() as cur:
+            # Lock order: sessions, calls, aliases, each by key, the same in every process.
+            if sessions:
+                cur.executemany(_UPSERT_SESSION, sessions)
+            if known:
+                self._merge(cur, known)
+            if new:
+                try:
+                    with conn.transaction(), cur.copy(f"COPY calls ({_COLUMNS}) FROM STDIN") as copy:
+                        for row in new:
+                            copy.write_row(row)
+                except errors.UniqueViolation:
+                    self._merge(cur, new)
+            if aliases:
+                cur.executemany(_UPSERT_ALIAS, aliases)
+        for row in calls:
+            if row[7] == "running":
+                running.add(row[0])
+            else:
+                running.discard(row[0])
+
+    @staticmethod
+    def _merge(cur: psycopg.Cursor[Any], calls: list[CallRow]) -> None:
+        """Upsert through the staging table: a running row gives way to a final one, nothing else changes."""
+        with cur.copy(f"COPY openprogram_stage ({_COLUMNS}) FROM STDIN") as copy:
+            for row in calls:
+                copy.write_row(row)
+        cur.execute(_MERGE_CALLS)
+        cur.execute("TRUNCATE openprogram_stage")  # the fallback may stage the same rows again
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        import psycopg
+
+        with self._lock:
+            conn = self._writer()
+            try:
+                conn.execute(
+                    "INSERT INTO heartbeats VALUES (%s, %s) ON CONFLICT (owner) DO UPDATE SET at = excluded.at",
+                    (owner, at),
+                )
+                if at - self._pruned_at > PRUNE_HEARTBEATS_AFTER:
+                    # One row per writer process ever: drop those long dead so the table stays small.
+                    conn.execute("DELETE FROM heartbeats WHERE at < %s", (at - PRUNE_HEARTBEATS_AFTER,))
+                    self._pruned_at = at
+            except psycopg.Error as exc:
+                self._write_conn = None
+                self._drop(conn)
+                raise self._error("write", exc) from exc
+
+    # --- reading ---------------------------------------------------------------
+    def _query(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Run one short read on the shared read connection (reconnecting once if it broke)."""
+        import psycopg
+
+        with self._read_lock:
+            for attempt in range(2):
+                conn = self._read_conn
+                fresh = conn is None or conn.closed
+                if conn is None or conn.closed:
+                    conn = self._read_conn = self._connect()
+                try:
+                    return conn.execute(query, params).fetchall()
+                except psycopg.Error as exc:
+                    if conn.broken or conn.closed or isinstance(exc, psycopg.OperationalError):
+                        self._read_conn = None
+                        self._drop(conn)
+                        if attempt == 0 and not fresh:
+                            continue  # a stale connection: the server may have restarted
+                    raise self._error("read", exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def session_exists(self, session_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = %s", (session_id,)))
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT %s",
+            (limit,),
+        )
+        return [SessionInfo(*row) for row in rows]
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = %s", (session_id,))
+        return SessionInfo(*rows[0]) if rows else None
+
+    def resolve_alias(self, namespace: str, key: str) -> str | None:
+        rows = self._query("SELECT session_id FROM aliases WHERE namespace = %s AND key = %s", (namespace, key))
+        return str(rows[0][0]) if rows else None
+
+    def _heartbeats(self) -> dict[str, float]:
+        return {str(owner): float(at) for owner, at in self._query("SELECT owner, at FROM heartbeats", ())}
+
+    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+        """Stream through a server-side cursor on a connection of its own (constant memory)."""
+        import psycopg
+
+        conn = self._connect()
+        try:
+            conn.autocommit = False
+            with conn.cursor(name="openprogram_calls") as cur:
+                cur.itersize = 2000
+                cur.execute(
+                    f"SELECT {_COLUMNS} FROM calls WHERE session_id = %s ORDER BY started_at, call_id", (session_id,)
+                )
+                yield from cur
+            conn.rollback()
+        except psycopg.Error as exc:
+            raise self._error("read", exc) from exc
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._write_conn = self._write_conn, None
+            self._drop(conn)
+        with self._read_lock:
+            conn, self._read_conn = self._read_conn, None
+            self._drop(conn)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_connections_after_fork)
