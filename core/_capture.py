@@ -290,6 +290,7 @@ def _scalar_json(value: Any, lim: Limits) -> str:
     if kind is str:
         if len(value) > 7 and value[0] in _SECRET_INITIALS and _SECRET_VALUE.match(value):
             return _REDACTED_JSON
+        value = redact_text(value)
         if len(value) > lim.max_string:
             value = _clip(value, lim.max_string)
         return _encode_string(value)
@@ -333,7 +334,13 @@ def arguments_json(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mappin
         kind = type(arg)
         if hidden:
             parts.append(key + _REDACTED_JSON)
-        elif kind is str and len(arg) <= max_string and (len(arg) < 8 or arg[0] not in _SECRET_INITIALS):
+        elif (
+            kind is str
+            and len(arg) <= max_string
+            and (len(arg) < 8 or arg[0] not in _SECRET_INITIALS)
+            and "@" not in arg
+            and "assword" not in arg
+        ):
             parts.append(key + _encode_string(arg))
         elif kind is int and -_BIG < arg < _BIG:
             parts.append(key + int.__repr__(arg))

@@ -157,7 +157,13 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         # Outputs arrive as scalars or as captures already made on the hot path.
         if output is None:
             out = None
-        elif type(output) is str and len(output) < 256 and (len(output) < 8 or output[0] not in "BsgxA"):
+        elif (
+            type(output) is str
+            and len(output) < 256
+            and (len(output) < 8 or output[0] not in "BsgxA")
+            and "@" not in output
+            and "assword" not in output
+        ):
             out = _encode_string(output)  # the common case of scalar_json(), inlined
         elif type(output) in ATOMIC_TYPES:
             out = scalar_json(output)
