@@ -94,7 +94,7 @@ def scripted_model(*replies: AIMessage) -> ScriptedChatModel:
     return ScriptedChatModel(replies=list(replies))
 
 
-def agent_graph(model: BaseChatModel, tools: list[Any], checkpointer: Any = None) -> Any:
+def agent_graph(model: BaseChatModel, tools: list[Any], checkpointer: Any = None, **tool_node: Any) -> Any:
     """The classic ReAct loop: agent -> (tool calls?) -> tools -> agent ... -> END."""
 
     def agent(state: Chat) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def agent_graph(model: BaseChatModel, tools: list[Any], checkpointer: Any = None
 
     g = StateGraph(Chat)
     g.add_node("agent", agent)
-    g.add_node("tools", ToolNode(tools))
+    g.add_node("tools", ToolNode(tools, **tool_node))
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
