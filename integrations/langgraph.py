@@ -304,7 +304,7 @@ def _end_node(scope: call_scope, task: Any, exc: BaseException | None) -> None:
             if run is not None:
                 run.interrupted = True
             _record_interrupts(scope, exc)  # children of this node: it is still current
-            scope.exit(exc, "interrupted")
+            scope.exit(None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
         elif isinstance(exc, _parent_command):
             scope.set_attributes(command="parent")
             scope.exit(None)  # control flow (Command(graph=PARENT)), not a failure
