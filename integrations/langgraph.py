@@ -43,6 +43,7 @@ _MARK = "__openprogram_wrapped__"
 #: LangGraph's internal nodes (``__start__``, ...): not user code, not recorded.
 _RESERVED = ("__start__", "__end__")
 _MAX_SEEN_INTERRUPTS = 4096
+_PUSH = "__pregel_push"  # langgraph._internal._constants.PUSH: the path head of Send / @task tasks
 
 
 class _Run:
@@ -265,8 +266,12 @@ def _begin_node(args: tuple[Any, ...], kwargs: dict[str, Any]) -> call_scope | N
         configurable = config.get("configurable") or {}
         attributes = {"step": metadata.get("langgraph_step"), "task_id": task.id,
                       "checkpoint_ns": configurable.get("checkpoint_ns")}  # fmt: skip
-        return call_scope("node", str(name), framework=FRAMEWORK, inputs={"input": task.input},
-                          attributes=attributes).enter()  # fmt: skip
+        # A pulled node's input is the whole graph state: large, growing, and already the
+        # sum of the recorded outputs, so it is not captured. A pushed task's input (a
+        # Send payload, an @task call's arguments) is its own and small: it is.
+        path = task.path
+        inputs = {"input": task.input} if path and path[0] == _PUSH else None
+        return call_scope("node", str(name), framework=FRAMEWORK, inputs=inputs, attributes=attributes).enter()
     except Exception:
         _log_once("run_with_retry (starting the node call)")
         return None
