@@ -92,7 +92,7 @@ class _InContext:
 
 
 def _in_context(context: contextvars.Context, awaitable: Awaitable[R]) -> Awaitable[R]:
-    return _InContext(context, awaitable.__await__())  # type: ignore[return-value]
+    return _InContext(context, awaitable.__await__())
 
 
 async def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Context) -> AsyncGenerator[Y, Any]:
