@@ -101,13 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     logging.getLogger("openprogram").setLevel(logging.ERROR)
+    import openprogram
     from langchain_core.messages import HumanMessage
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    import openprogram
 
     graph = build_graph()
     inputs = {"messages": [HumanMessage("weather in Paris, population of Oslo, distance?")], "steps": []}

@@ -17,20 +17,17 @@ payload; a ``Command(resume=...)`` run records one with the answer.
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any, ClassVar
 
-from openprogram._context import session_var
 from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
 from openprogram._recorder import call_scope
 from openprogram._session import session_context, session_for_run
-
-if TYPE_CHECKING:
-    from langgraph.pregel import Pregel
 
 __all__ = ["MIN_VERSION", "LangGraphIntegration"]
 
@@ -92,9 +89,9 @@ def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 class _GraphStart:
     """What a graph run needs before it starts: its session entry (if any) and its call scope."""
 
-    __slots__ = ("session", "scope", "resume", "run", "token")
+    __slots__ = ("resume", "run", "scope", "session", "token")
 
-    def __init__(self, graph: Pregel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         config = _config_of(args, kwargs)
         configurable = config.get("configurable") or {}
         thread_id = configurable.get("thread_id")
@@ -124,10 +121,8 @@ class _GraphStart:
 
     def end(self, exc: BaseException | None) -> None:
         if self.token is not None:
-            try:
+            with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
                 _run_var.reset(self.token)
-            except ValueError:
-                pass
             self.token = None
         status = "interrupted" if exc is None and self.run.interrupted else None
         self.scope.exit(exc, status)
@@ -147,8 +142,8 @@ def _record_resume(start: _GraphStart, state: Any) -> None:
         scope.set_output({"resume": start.resume})
 
 
-def _traced_stream(original: Callable[..., Iterator[Any]], graph: Pregel, args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> Iterator[Any]:  # fmt: skip
+def _traced_stream(original: Callable[..., Generator[Any, Any, Any]], graph: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Generator[Any, Any, Any]:  # fmt: skip
     try:
         start: _GraphStart | None = _GraphStart(graph, args, kwargs)
     except Exception:
@@ -185,8 +180,8 @@ def _traced_stream(original: Callable[..., Iterator[Any]], graph: Pregel, args: 
     return result
 
 
-async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: Pregel, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> AsyncIterator[Any]:  # fmt: skip
+async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: Any, args: tuple[Any, ...],
+                          kwargs: dict[str, Any]) -> AsyncGenerator[Any, Any]:  # fmt: skip
     try:
         start: _GraphStart | None = _GraphStart(graph, args, kwargs)
     except Exception:
@@ -229,9 +224,9 @@ async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: Pr
         await session.__aexit__(None, None, None)
 
 
-def _wrap_stream(original: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+def _wrap_stream(original: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Iterator[Any]]:
     @functools.wraps(original)
-    def stream(self: Pregel, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def stream(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         if not _active:
             return original(self, *args, **kwargs)
         # The generator is lazy: take the creator's context now, run every step in it.
@@ -243,7 +238,7 @@ def _wrap_stream(original: Callable[..., Iterator[Any]]) -> Callable[..., Iterat
 
 def _wrap_astream(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
     @functools.wraps(original)
-    def astream(self: Pregel, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    def astream(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         if not _active:
             return original(self, *args, **kwargs)
         return drive_async_generator(_atraced_stream(original, self, args, kwargs), contextvars.copy_context())

@@ -19,6 +19,7 @@ def _build_graph() -> Any:
     import operator
     from typing import Annotated, TypedDict
 
+    import openprogram
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, AnyMessage
     from langchain_core.tools import tool
@@ -27,8 +28,6 @@ def _build_graph() -> Any:
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode, tools_condition
     from langgraph.types import interrupt
-
-    import openprogram
 
     @tool
     def weather(city: str) -> str:
@@ -70,14 +69,14 @@ def _build_graph() -> Any:
         {"messages": Annotated[list[AnyMessage], add_messages], "decisions": Annotated[list[str], operator.add]},
     )
 
-    def agent(state: dict[str, Any]) -> dict[str, Any]:
+    def agent(state: Any) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 
-    def review(state: dict[str, Any]) -> dict[str, Any]:
+    def review(state: Any) -> dict[str, Any]:
         answer = interrupt({"question": "Publish this answer?", "draft": state["messages"][-1].content})
         return {"decisions": [str(answer)]}
 
-    def route(state: dict[str, Any]) -> str:
+    def route(state: Any) -> str:
         return "tools" if tools_condition(state) == "tools" else "review"
 
     graph = StateGraph(State)
@@ -102,4 +101,5 @@ def run_demo(emit: Callable[[str], None]) -> None:
     question = paused["__interrupt__"][0].value
     emit(f"langgraph: agent paused: {question['question']} (draft: {question['draft']!r})")
     done = graph.invoke(Command(resume="approved"), config)
-    emit(f"langgraph: resumed with 'approved' -> decisions {done['decisions']}; thread {config['configurable']['thread_id']}")
+    thread = config["configurable"]["thread_id"]
+    emit(f"langgraph: resumed with 'approved' -> decisions {done['decisions']}; thread {thread}")

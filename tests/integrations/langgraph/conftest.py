@@ -6,9 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram import CallRecord, Store
 
 pytest.importorskip("langgraph")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Annotated, Any, TypedDict
 
+import openprogram
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -12,8 +14,6 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
-
-import openprogram
 
 #: Everything a node or tool saw as its session, appended as it ran: (where, session id or None).
 seen: list[tuple[str, str | None]] = []
@@ -121,7 +121,7 @@ def chain_graph(names: tuple[str, ...] = ("first", "second")) -> Any:
 
         g.add_node(name, node)
     g.add_edge(START, names[0])
-    for a, b in zip(names, names[1:]):
+    for a, b in itertools.pairwise(names):
         g.add_edge(a, b)
     g.add_edge(names[-1], END)
     return g.compile()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from conftest import by_kind, calls
-
 import openprogram
+from conftest import by_kind, calls
 from openprogram._cli import main
 from openprogram.integrations.langgraph_demo import run_demo
 

@@ -7,6 +7,7 @@ import operator
 import threading
 from typing import Annotated, Any, TypedDict
 
+import openprogram
 import pytest
 from conftest import attributes, by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage
@@ -14,8 +15,6 @@ from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from lg_fakes import Log, add, agent_graph, chain_graph, multiply, negate, scripted_model, seen, subtract, tool_calls
-
-import openprogram
 
 TOOLS = [add, multiply, subtract]
 STREAM_MODES = ["values", "updates", "debug", "tasks", "checkpoints", "custom", "messages", ["values", "updates"]]

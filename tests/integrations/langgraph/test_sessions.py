@@ -12,13 +12,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import openprogram
 from conftest import by_kind, calls, one
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from lg_fakes import Log, chain_graph, seen
-
-import openprogram
 
 
 def setup_function() -> None:

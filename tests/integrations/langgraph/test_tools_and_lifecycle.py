@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
+import openprogram
 import pytest
 from conftest import by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -13,8 +14,6 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _runner
 from lg_fakes import Log, agent_graph, chain_graph, scripted_model, tool_calls
-
-import openprogram
 from openprogram.integrations import langgraph as adapter
 
 
@@ -115,7 +114,7 @@ def test_uninstrument_restores_every_attribute_exactly() -> None:
     openprogram.uninstrument()
     originals = _current()
     assert all(getattr(o, "__openprogram_wrapped__", None) is None for o in originals)
-    assert all(getattr(w, "__openprogram_wrapped__", None) is o for w, o in zip(wrapped, originals))
+    assert all(getattr(w, "__openprogram_wrapped__", None) is o for w, o in zip(wrapped, originals, strict=True))
     assert _runner.run_with_retry is vars(__import__("langgraph.pregel._retry", fromlist=["x"]))["run_with_retry"]
     openprogram.uninstrument()  # idempotent
     assert _current() == originals
