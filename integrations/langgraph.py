@@ -366,14 +366,35 @@ def _records_itself(tool: Any) -> bool:
             or hasattr(getattr(tool, "coroutine", None), "__openprogram_tool__"))  # fmt: skip
 
 
+_visible: dict[int, tuple[Any, frozenset[str]]] = {}  # id(tool) -> (tool, argument names the model sees)
+_MAX_VISIBLE = 1024
+
+
+def _model_arguments(tool: Any) -> frozenset[str]:
+    """The argument names in the tool's schema as sent to a model (for langchain-core without
+    ``_injected_args_keys``). Cached per tool: building the schema is not free."""
+    cached = _visible.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
+    schema = tool.tool_call_schema
+    names = frozenset(schema["properties"] if isinstance(schema, dict) else schema.model_fields)
+    if len(_visible) >= _MAX_VISIBLE:
+        _visible.clear()
+    _visible[id(tool)] = (tool, names)
+    return names
+
+
 def _tool_inputs(tool: Any, tool_input: Any) -> Any:
-    if isinstance(tool_input, dict):
-        try:
-            injected = tool._injected_args_keys
-        except Exception:
-            injected = ()
-        if injected:  # InjectedState / ToolRuntime / store: framework plumbing, possibly huge
-            return {k: v for k, v in tool_input.items() if k not in injected}
+    """The tool's arguments without injected ones (InjectedState, ToolRuntime, store: plumbing, possibly huge)."""
+    if not isinstance(tool_input, dict):
+        return tool_input
+    try:
+        injected = tool._injected_args_keys
+    except AttributeError:
+        visible = _model_arguments(tool)
+        return {k: v for k, v in tool_input.items() if k in visible}
+    if injected:
+        return {k: v for k, v in tool_input.items() if k not in injected}
     return tool_input
 
 
