@@ -124,6 +124,9 @@ class _GraphStart:
             with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
                 _run_var.reset(self.token)
             self.token = None
+        if exc is not None and isinstance(exc, _graph_interrupt):
+            self.scope.exit(None, "interrupted")  # a subgraph pausing for its parent: not an error
+            return
         status = "interrupted" if exc is None and self.run.interrupted else None
         self.scope.exit(exc, status)
 

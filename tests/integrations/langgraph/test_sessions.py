@@ -209,3 +209,27 @@ def test_session_bound_thread_continues_without_session_in_a_new_turn() -> None:
         graph.invoke({"log": []}, config)
     graph.invoke({"log": []}, config)
     assert [sid for _, sid in seen] == [h.session_id, h.session_id]
+
+
+def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
+    store = openprogram.open_store()
+    inner = _review_graph(None)
+    g = StateGraph(Log)
+    g.add_node("outer", inner)
+    g.add_edge(START, "outer")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "nested-review"}}
+    with openprogram.session_context(store=store) as h:
+        assert graph.invoke({"log": []}, config)["__interrupt__"][0].value["question"] == "publish?"
+        assert graph.invoke(Command(resume="nested"), config)["log"][-1] == "answer:nested"
+    records = calls(store, h.session_id)
+    interrupts = by_kind(records, "interrupt")
+    assert [i.status for i in interrupts] == ["interrupted", "ok"]
+    asked, answered = interrupts
+    review = next(n for n in by_kind(records, "node") if n.name == "review" and n.status == "interrupted")
+    assert asked.parent_id == review.call_id
+    outer = next(n for n in by_kind(records, "node") if n.name == "outer" and n.status == "interrupted")
+    sub_graph = next(c for c in by_kind(records, "graph") if c.parent_id == outer.call_id)
+    assert review.parent_id == sub_graph.call_id
+    assert sub_graph.status == "interrupted" and sub_graph.error is None
+    assert answered.output == {"resume": "nested"} and answered.name == "outer"
