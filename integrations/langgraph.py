@@ -278,7 +278,8 @@ def _begin_node(args: tuple[Any, ...], kwargs: dict[str, Any]) -> call_scope | N
 def _node_output(task: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for channel, value in task.writes:
-        if not channel.startswith("__pregel"):
+        # Skip LangGraph's bookkeeping channels (``__pregel_*``) and routing markers (``branch:to:x``: None).
+        if not channel.startswith(("__pregel", "branch:")):
             out[channel] = value
     return out
 
@@ -413,6 +414,9 @@ def _begin_tool(tool: Any, tool_input: Any) -> call_scope | None:
 
 def _end_tool(scope: call_scope, exc: BaseException | None, output: Any) -> None:
     if exc is None:
+        if hasattr(output, "tool_call_id") and hasattr(output, "content"):
+            # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
+            output = output.content
         scope.set_output(output)
     scope.exit(exc)
 

@@ -44,6 +44,7 @@ def _check_agent_tree(records: list[Any]) -> None:
     assert sorted(c.name for c in tool_records) == ["add", "multiply", "subtract"]
     assert all(c.parent_id == tools_nodes[0].call_id for c in tool_records)
     assert {c.name: c.inputs for c in tool_records}["add"] == {"a": 1, "b": 2}
+    assert {c.name: c.output for c in tool_records}["add"] == "3"  # the ToolMessage's content
     steps = [attributes(c)["step"] for c in [agents[0], tools_nodes[0], agents[1]]]
     assert steps == sorted(steps) and len(set(steps)) == 3
     assert all(attributes(c)["task_id"] for c in [*agents, *tools_nodes])
