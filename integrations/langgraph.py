@@ -21,6 +21,7 @@ import contextlib
 import contextvars
 import functools
 import logging
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import Any, ClassVar
 
@@ -61,6 +62,7 @@ _command_type: type[Any] | None = None
 
 # Interrupt ids already recorded: a subgraph's interrupt bubbles through every enclosing node.
 _seen_interrupts: collections.OrderedDict[str, None] = collections.OrderedDict()
+_seen_lock = threading.Lock()
 
 _logged: set[str] = set()
 
@@ -284,15 +286,23 @@ def _node_output(task: Any) -> dict[str, Any]:
     return out
 
 
+def _first_sighting(interrupt_id: Any) -> bool:
+    if interrupt_id is None:
+        return True
+    with _seen_lock:  # parallel nodes may pause at once
+        if interrupt_id in _seen_interrupts:
+            return False
+        _seen_interrupts[interrupt_id] = None
+        if len(_seen_interrupts) > _MAX_SEEN_INTERRUPTS:
+            _seen_interrupts.popitem(last=False)
+        return True
+
+
 def _record_interrupts(scope: call_scope, exc: BaseException) -> None:
     for item in exc.args[0] if exc.args else ():
         interrupt_id = getattr(item, "id", None)
-        if interrupt_id in _seen_interrupts:
+        if not _first_sighting(interrupt_id):
             continue  # already recorded by the (sub)graph node that raised it
-        if interrupt_id is not None:
-            _seen_interrupts[interrupt_id] = None
-            if len(_seen_interrupts) > _MAX_SEEN_INTERRUPTS:
-                _seen_interrupts.popitem(last=False)
         inner = call_scope("interrupt", scope.name, framework=FRAMEWORK,
                            inputs={"value": getattr(item, "value", item), "id": interrupt_id}).enter()  # fmt: skip
         inner.exit(None, "interrupted")

@@ -14,6 +14,7 @@ from conftest import attributes, by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import Pregel
 from langgraph.types import Send
 from lg_fakes import Log, add, agent_graph, chain_graph, multiply, negate, scripted_model, seen, subtract, tool_calls
 
@@ -127,6 +128,20 @@ async def test_astream_events(store: Any) -> None:
         events = [e async for e in graph.astream_events({"messages": [HumanMessage("go")]}, version="v2")]
     assert any(e["event"] == "on_tool_end" for e in events)
     _check_agent_tree(calls(store, h.session_id))
+
+
+@pytest.mark.skipif(not hasattr(Pregel, "stream_events"), reason="sync stream_events is newer than this langgraph")
+@pytest.mark.filterwarnings("ignore")  # v3 is experimental in LangGraph and says so
+def test_sync_stream_events_v3(store: Any) -> None:
+    graph = chain_graph(("a", "b"))
+    with openprogram.session_context(store=store) as h:
+        events = list(graph.stream_events({"log": []}, version="v3"))
+    assert events
+    records = calls(store, h.session_id)
+    graph_call = one(records, "graph", "LangGraph")
+    assert [(n.name, n.parent_id) for n in by_kind(records, "node")] == [("a", graph_call.call_id),
+                                                                         ("b", graph_call.call_id)]  # fmt: skip
+    assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
 
 
 def test_functional_api_entrypoint_and_tasks(store: Any) -> None:
