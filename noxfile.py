@@ -23,7 +23,11 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
-TEST_EXTRAS: dict[str, list[str]] = {"langgraph": [], "crewai": [], "semantic_kernel": []}
+TEST_EXTRAS: dict[str, list[str]] = {
+    "langgraph": ["langgraph-checkpoint-sqlite>=2.0"],
+    "crewai": [],
+    "semantic_kernel": [],
+}
 EXTRAS = {"langgraph": "langgraph", "crewai": "crewai", "semantic_kernel": "semantic-kernel"}
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["ContextThreadPoolExecutor", "propagate"]
+__all__ = ["ContextThreadPoolExecutor", "drive_async_generator", "drive_generator", "propagate"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+Y = TypeVar("Y")
 
 
 def propagate(fn: Callable[P, R]) -> Callable[P, R]:
@@ -40,3 +41,78 @@ class ContextThreadPoolExecutor(concurrent.futures.ThreadPoolExecutor):
 
     def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[R]:
         return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
+def drive_generator(gen: Generator[Y, Any, R], context: contextvars.Context) -> Generator[Y, Any, R]:
+    """Iterate ``gen`` with every step (and its close) run inside ``context``.
+
+    For lazy generators created in one context and iterated in another: pass
+    ``contextvars.copy_context()`` taken when the generator was created, and
+    the generator's body sees that context however and wherever it is iterated.
+    Changes the body makes to context variables stay in ``context``.
+    """
+    method: Callable[[Any], Y] = gen.send
+    arg: Any = None
+    while True:
+        try:
+            item = context.run(method, arg)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            arg = yield item
+            method = gen.send
+        except GeneratorExit:
+            context.run(gen.close)
+            raise
+        except BaseException as exc:
+            method, arg = gen.throw, exc
+
+
+class _InContext:
+    """Await ``coro`` with each of its steps run inside ``context`` (works without 3.11's Task ``context=``)."""
+
+    __slots__ = ("context", "coro")
+
+    def __init__(self, context: contextvars.Context, coro: Any) -> None:
+        self.context, self.coro = context, coro
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self.coro
+        method, arg = coro.send, None
+        while True:
+            try:
+                yielded = self.context.run(method, arg)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                arg = yield yielded
+                method = coro.send
+            except BaseException as exc:  # thrown in by the task (cancellation): forward it
+                method, arg = coro.throw, exc
+
+
+def _in_context(context: contextvars.Context, awaitable: Awaitable[R]) -> Awaitable[R]:
+    return _InContext(context, awaitable.__await__())
+
+
+async def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Context) -> AsyncGenerator[Y, Any]:
+    """The async twin of :func:`drive_generator`: every step of ``agen`` runs inside ``context``.
+
+    Tasks the body creates copy ``context`` too. Cancellation and ``aclose()``
+    reach ``agen`` unchanged.
+    """
+    method: Callable[[Any], Awaitable[Y]] = agen.asend
+    arg: Any = None
+    while True:
+        try:
+            item = await _in_context(context, method(arg))
+        except StopAsyncIteration:
+            return
+        try:
+            arg = yield item
+            method = agen.asend
+        except GeneratorExit:
+            await _in_context(context, agen.aclose())
+            raise
+        except BaseException as exc:
+            method, arg = agen.athrow, exc

@@ -74,8 +74,13 @@ def end_call(
     exc: BaseException | None = None,
     output: Any = None,
     attributes: dict[str, Any] | None = None,
+    status: str | None = None,
 ) -> None:
-    """Record the end of a call begun with :func:`begin_call` (idempotent)."""
+    """Record the end of a call begun with :func:`begin_call` (idempotent).
+
+    ``status`` overrides the one derived from ``exc`` (for framework control
+    flow, e.g. a human-in-the-loop pause raised as an exception).
+    """
     if inflight.pop(rec[0], None) is None:
         return
     if attributes:
@@ -85,9 +90,9 @@ def end_call(
     if output is not None and type(output) not in ATOMIC_TYPES:
         output = capture(output)  # a snapshot, as for inputs
     if exc is None:
-        queue.append(rec + ("ok", output, None, time.time()))
+        queue.append(rec + (status or "ok", output, None, time.time()))
     else:
-        queue.append(rec + (status_of(exc), output, describe_error(exc), time.time()))
+        queue.append(rec + (status or status_of(exc), output, describe_error(exc), time.time()))
 
 
 def _reset(var: Any, token: Token[Any]) -> None:
@@ -196,8 +201,8 @@ class call_scope:
             logger.exception("openprogram: could not begin recording %s %r", self.kind, self.name)
         return self
 
-    def exit(self, exc: BaseException | None = None) -> None:
-        """End the call (what ``__exit__`` does). Never raises."""
+    def exit(self, exc: BaseException | None = None, status: str | None = None) -> None:
+        """End the call (what ``__exit__`` does). Never raises. ``status`` overrides the derived one."""
         tokens, self._tokens = self._tokens, ()
         if len(tokens) == 2:
             _reset(session_var, tokens[1])
@@ -206,7 +211,7 @@ class call_scope:
         rec = self.rec
         if rec is not None:
             try:
-                end_call(rec, exc, self.output, self._extra)
+                end_call(rec, exc, self.output, self._extra, status)
             except Exception:
                 logger.exception("openprogram: could not record the end of %s %r", self.kind, self.name)
 

@@ -1,0 +1,541 @@
+"""LangGraph adapter: every graph run, node/task and LangChain tool as a call in the session DAG.
+
+The session of the code that created a run is visible inside every node and
+tool of that run, wherever the run is iterated, and a run with a ``thread_id``
+and no open session records into the session bound to that thread.
+
+Patched (class- and module-level, so graphs compiled before ``instrument()``
+are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
+``batch``, ``astream_events`` goes through them) -> ``graph`` calls;
+``run_with_retry`` / ``arun_with_retry`` as bound in
+``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``,
+``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
+``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
+payload; a ``Command(resume=...)`` run records one with the answer.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import contextvars
+import functools
+import logging
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any, ClassVar
+
+from openprogram._instrument import Integration
+from openprogram._propagation import drive_async_generator, drive_generator
+from openprogram._recorder import call_scope
+from openprogram._session import session_context, session_for_run
+
+__all__ = ["MIN_VERSION", "LangGraphIntegration"]
+
+logger = logging.getLogger("openprogram")
+
+MIN_VERSION = (1, 0, 0)
+FRAMEWORK = "langgraph"
+_MARK = "__openprogram_wrapped__"
+
+#: LangGraph's internal nodes (``__start__``, ...): not user code, not recorded.
+_RESERVED = ("__start__", "__end__")
+_MAX_SEEN_INTERRUPTS = 4096
+_PUSH = "__pregel_push"  # langgraph._internal._constants.PUSH: the path head of Send / @task tasks
+
+
+class _Run:
+    """Per graph run, shared by its nodes through :data:`_run_var` (a mutable box: nodes copy the context)."""
+
+    __slots__ = ("interrupted",)
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+
+_run_var: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("openprogram.langgraph.run", default=None)
+
+# Filled by setup(): LangGraph's control-flow exceptions (not errors of the node).
+_graph_interrupt: tuple[type[BaseException], ...] = ()
+_parent_command: tuple[type[BaseException], ...] = ()
+_command_type: type[Any] | None = None
+
+# Interrupt ids already recorded: a subgraph's interrupt bubbles through every enclosing node.
+_seen_interrupts: collections.OrderedDict[str, None] = collections.OrderedDict()
+_seen_lock = threading.Lock()
+
+_logged: set[str] = set()
+
+
+def _log_once(what: str) -> None:
+    """Log our own failure once per place, with the traceback; never raise into the graph."""
+    if what in _logged:
+        logger.debug("openprogram: langgraph adapter failed again in %s", what, exc_info=True)
+        return
+    _logged.add(what)
+    logger.exception("openprogram: langgraph adapter failed in %s; the graph keeps running unrecorded", what)
+
+
+# --- graph runs ------------------------------------------------------------------
+
+
+def _config_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    config = kwargs.get("config") if "config" in kwargs else (args[1] if len(args) > 1 else None)
+    return config if isinstance(config, dict) else {}
+
+
+def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[0] if args else kwargs.get("input")
+
+
+class _GraphStart:
+    """What a graph run needs before it starts: its session entry (if any) and its call scope."""
+
+    __slots__ = ("resume", "run", "scope", "session", "token")
+
+    def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        config = _config_of(args, kwargs)
+        configurable = config.get("configurable") or {}
+        thread_id = configurable.get("thread_id")
+        self.session: session_context | None = None
+        if thread_id is not None:
+            # Inside a session: binds the thread to it. Outside: the thread's own session.
+            self.session = session_for_run(FRAMEWORK, str(thread_id))
+        inp = _input_of(args, kwargs)
+        self.resume: Any = None
+        if _command_type is not None and isinstance(inp, _command_type) and getattr(inp, "resume", None) is not None:
+            self.resume = inp.resume
+        attributes: dict[str, Any] = {}
+        if thread_id is not None:
+            attributes["thread_id"] = str(thread_id)
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        if checkpoint_ns:
+            attributes["checkpoint_ns"] = checkpoint_ns
+        name = getattr(graph, "name", None) or type(graph).__name__
+        self.scope = call_scope("graph", str(name), framework=FRAMEWORK, inputs={"input": inp},
+                                attributes=attributes)  # fmt: skip
+        self.run = _Run()
+        self.token: contextvars.Token[_Run | None] | None = None
+
+    def begin(self) -> None:
+        self.scope.enter()
+        self.token = _run_var.set(self.run)
+
+    def end(self, exc: BaseException | None) -> None:
+        if self.token is not None:
+            with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
+                _run_var.reset(self.token)
+            self.token = None
+        if exc is not None and isinstance(exc, _graph_interrupt):
+            self.scope.exit(None, "interrupted")  # a subgraph pausing for its parent: not an error
+            return
+        status = "interrupted" if exc is None and self.run.interrupted else None
+        self.scope.exit(exc, status)
+
+
+def _pending_interrupts(state: Any) -> tuple[str, list[dict[str, Any]]]:
+    """Names of the interrupted tasks and their interrupts' payloads, from a StateSnapshot."""
+    names = [t.name for t in getattr(state, "tasks", ()) if getattr(t, "interrupts", ())]
+    payloads = [{"id": i.id, "value": i.value} for i in getattr(state, "interrupts", ())]
+    return ",".join(names) or "resume", payloads
+
+
+def _record_resume(start: _GraphStart, state: Any) -> None:
+    name, payloads = _pending_interrupts(state)
+    inputs: dict[str, Any] = {"interrupts": payloads} if payloads else {}
+    with call_scope("interrupt", name, framework=FRAMEWORK, inputs=inputs or None) as scope:
+        scope.set_output({"resume": start.resume})
+
+
+def _traced_stream(original: Callable[..., Generator[Any, Any, Any]], graph: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Generator[Any, Any, Any]:  # fmt: skip
+    try:
+        start: _GraphStart | None = _GraphStart(graph, args, kwargs)
+    except Exception:
+        _log_once("stream (preparing the run)")
+        start = None
+    if start is None:
+        return (yield from original(graph, *args, **kwargs))
+    session = start.session
+    if session is not None:
+        try:
+            session.__enter__()
+        except Exception:
+            _log_once("stream (opening the thread's session)")
+            session = None
+    try:
+        start.begin()
+        if start.resume is not None:
+            try:
+                _record_resume(start, graph.get_state(_config_of(args, kwargs)))
+            except Exception:
+                _log_once("stream (recording the resume)")
+    except Exception:
+        _log_once("stream (starting the graph call)")
+    try:
+        result = yield from original(graph, *args, **kwargs)
+    except BaseException as exc:
+        start.end(exc)
+        if session is not None:
+            session.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    start.end(None)
+    if session is not None:
+        session.__exit__(None, None, None)
+    return result
+
+
+async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: Any, args: tuple[Any, ...],
+                          kwargs: dict[str, Any]) -> AsyncGenerator[Any, Any]:  # fmt: skip
+    try:
+        start: _GraphStart | None = _GraphStart(graph, args, kwargs)
+    except Exception:
+        _log_once("astream (preparing the run)")
+        start = None
+    if start is None:
+        async for chunk in original(graph, *args, **kwargs):
+            yield chunk
+        return
+    session = start.session
+    if session is not None:
+        try:
+            await session.__aenter__()
+        except Exception:
+            _log_once("astream (opening the thread's session)")
+            session = None
+    try:
+        start.begin()
+        if start.resume is not None:
+            try:
+                _record_resume(start, await graph.aget_state(_config_of(args, kwargs)))
+            except Exception:
+                _log_once("astream (recording the resume)")
+    except Exception:
+        _log_once("astream (starting the graph call)")
+    inner = original(graph, *args, **kwargs)
+    try:
+        async for chunk in inner:
+            yield chunk
+    except BaseException as exc:
+        try:
+            await inner.aclose()  # type: ignore[attr-defined]
+        finally:
+            start.end(exc)
+            if session is not None:
+                await session.__aexit__(type(exc), exc, exc.__traceback__)
+        raise
+    start.end(None)
+    if session is not None:
+        await session.__aexit__(None, None, None)
+
+
+def _wrap_stream(original: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Iterator[Any]]:
+    @functools.wraps(original)
+    def stream(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        if not _active:
+            return original(self, *args, **kwargs)
+        # The generator is lazy: take the creator's context now, run every step in it.
+        return drive_generator(_traced_stream(original, self, args, kwargs), contextvars.copy_context())
+
+    setattr(stream, _MARK, original)
+    return stream
+
+
+def _wrap_astream(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    @functools.wraps(original)
+    def astream(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        if not _active:
+            return original(self, *args, **kwargs)
+        return drive_async_generator(_atraced_stream(original, self, args, kwargs), contextvars.copy_context())
+
+    setattr(astream, _MARK, original)
+    return astream
+
+
+# --- nodes and tasks -------------------------------------------------------------
+
+
+def _begin_node(args: tuple[Any, ...], kwargs: dict[str, Any]) -> call_scope | None:
+    try:
+        task = args[0] if args else kwargs["task"]
+        name = task.name
+        if name in _RESERVED:
+            return None
+        config = task.config or {}
+        metadata = config.get("metadata") or {}
+        configurable = config.get("configurable") or {}
+        attributes = {"step": metadata.get("langgraph_step"), "task_id": task.id,
+                      "checkpoint_ns": configurable.get("checkpoint_ns")}  # fmt: skip
+        # A pulled node's input is the whole graph state: large, growing, and already the
+        # sum of the recorded outputs, so it is not captured. A pushed task's input (a
+        # Send payload, an @task call's arguments) is its own and small: it is.
+        path = task.path
+        inputs = {"input": task.input} if path and path[0] == _PUSH else None
+        return call_scope("node", str(name), framework=FRAMEWORK, inputs=inputs, attributes=attributes).enter()
+    except Exception:
+        _log_once("run_with_retry (starting the node call)")
+        return None
+
+
+def _node_output(task: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for channel, value in task.writes:
+        # Skip LangGraph's bookkeeping channels (``__pregel_*``) and routing markers (``branch:to:x``: None).
+        if not channel.startswith(("__pregel", "branch:")):
+            out[channel] = value
+    return out
+
+
+def _first_sighting(interrupt_id: Any) -> bool:
+    if interrupt_id is None:
+        return True
+    with _seen_lock:  # parallel nodes may pause at once
+        if interrupt_id in _seen_interrupts:
+            return False
+        _seen_interrupts[interrupt_id] = None
+        if len(_seen_interrupts) > _MAX_SEEN_INTERRUPTS:
+            _seen_interrupts.popitem(last=False)
+        return True
+
+
+def _record_interrupts(scope: call_scope, exc: BaseException) -> None:
+    for item in exc.args[0] if exc.args else ():
+        interrupt_id = getattr(item, "id", None)
+        if not _first_sighting(interrupt_id):
+            continue  # already recorded by the (sub)graph node that raised it
+        inner = call_scope("interrupt", scope.name, framework=FRAMEWORK,
+                           inputs={"value": getattr(item, "value", item), "id": interrupt_id}).enter()  # fmt: skip
+        inner.exit(None, "interrupted")
+
+
+def _end_node(scope: call_scope, task: Any, exc: BaseException | None) -> None:
+    try:
+        if exc is None:
+            scope.set_output(_node_output(task))
+            scope.exit()
+        elif isinstance(exc, _graph_interrupt):
+            run = _run_var.get()
+            if run is not None:
+                run.interrupted = True
+            _record_interrupts(scope, exc)  # children of this node: it is still current
+            scope.exit(None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
+        elif isinstance(exc, _parent_command):
+            scope.set_attributes(command="parent")
+            scope.exit(None)  # control flow (Command(graph=PARENT)), not a failure
+        else:
+            scope.exit(exc)
+    except Exception:
+        _log_once("run_with_retry (ending the node call)")
+        scope.exit(exc)
+
+
+def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def run_with_retry(*args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return original(*args, **kwargs)
+        scope = _begin_node(args, kwargs)
+        if scope is None:
+            return original(*args, **kwargs)
+        task = args[0] if args else kwargs["task"]
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as exc:
+            _end_node(scope, task, exc)  # resets the context: single-task steps run in the caller's
+            raise
+        _end_node(scope, task, None)
+        return result
+
+    setattr(run_with_retry, _MARK, original)
+    return run_with_retry
+
+
+def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def arun_with_retry(*args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return await original(*args, **kwargs)
+        scope = _begin_node(args, kwargs)
+        if scope is None:
+            return await original(*args, **kwargs)
+        task = args[0] if args else kwargs["task"]
+        try:
+            result = await original(*args, **kwargs)
+        except BaseException as exc:
+            _end_node(scope, task, exc)
+            raise
+        _end_node(scope, task, None)
+        return result
+
+    setattr(arun_with_retry, _MARK, original)
+    return arun_with_retry
+
+
+# --- LangChain tools -------------------------------------------------------------
+
+
+def _records_itself(tool: Any) -> bool:
+    """A tool built on an ``@openprogram.tool`` function records its own call: do not record it twice."""
+    return (hasattr(getattr(tool, "func", None), "__openprogram_tool__")
+            or hasattr(getattr(tool, "coroutine", None), "__openprogram_tool__"))  # fmt: skip
+
+
+_visible: dict[int, tuple[Any, frozenset[str]]] = {}  # id(tool) -> (tool, argument names the model sees)
+_MAX_VISIBLE = 1024
+
+
+def _model_arguments(tool: Any) -> frozenset[str]:
+    """The argument names in the tool's schema as sent to a model (for langchain-core without
+    ``_injected_args_keys``). Cached per tool: building the schema is not free."""
+    cached = _visible.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
+    schema = tool.tool_call_schema
+    names = frozenset(schema["properties"] if isinstance(schema, dict) else schema.model_fields)
+    if len(_visible) >= _MAX_VISIBLE:
+        _visible.clear()
+    _visible[id(tool)] = (tool, names)
+    return names
+
+
+def _tool_inputs(tool: Any, tool_input: Any) -> Any:
+    """The tool's arguments without injected ones (InjectedState, ToolRuntime, store: plumbing, possibly huge)."""
+    if not isinstance(tool_input, dict):
+        return tool_input
+    try:
+        injected = tool._injected_args_keys
+    except AttributeError:
+        visible = _model_arguments(tool)
+        return {k: v for k, v in tool_input.items() if k in visible}
+    if injected:
+        return {k: v for k, v in tool_input.items() if k not in injected}
+    return tool_input
+
+
+def _begin_tool(tool: Any, tool_input: Any) -> call_scope | None:
+    try:
+        if _records_itself(tool):
+            return None
+        return call_scope("tool", str(tool.name), framework=FRAMEWORK, inputs=_tool_inputs(tool, tool_input)).enter()
+    except Exception:
+        _log_once("BaseTool.run (starting the tool call)")
+        return None
+
+
+def _end_tool(scope: call_scope, exc: BaseException | None, output: Any) -> None:
+    if exc is None:
+        if hasattr(output, "tool_call_id") and hasattr(output, "content"):
+            # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
+            output = output.content
+        scope.set_output(output)
+    scope.exit(exc)
+
+
+def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def run(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return original(self, tool_input, *args, **kwargs)
+        scope = _begin_tool(self, tool_input)
+        if scope is None:
+            return original(self, tool_input, *args, **kwargs)
+        try:
+            result = original(self, tool_input, *args, **kwargs)
+        except BaseException as exc:
+            _end_tool(scope, exc, None)
+            raise
+        _end_tool(scope, None, result)
+        return result
+
+    setattr(run, _MARK, original)
+    return run
+
+
+def _wrap_tool_arun(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def arun(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return await original(self, tool_input, *args, **kwargs)
+        scope = _begin_tool(self, tool_input)
+        if scope is None:
+            return await original(self, tool_input, *args, **kwargs)
+        try:
+            result = await original(self, tool_input, *args, **kwargs)
+        except BaseException as exc:
+            _end_tool(scope, exc, None)
+            raise
+        _end_tool(scope, None, result)
+        return result
+
+    setattr(arun, _MARK, original)
+    return arun
+
+
+# --- setup / teardown ------------------------------------------------------------
+
+_active = False
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+class LangGraphIntegration(Integration):
+    """Records LangGraph graph runs, nodes/tasks, interrupts and LangChain tools."""
+
+    identifier: ClassVar[str] = "langgraph"
+    extra: ClassVar[str] = "langgraph"
+
+    def __init__(self) -> None:
+        # (owner, attribute, original): what teardown puts back, exactly.
+        self._patched: list[tuple[Any, str, Any]] = []
+
+    def _targets(self) -> list[tuple[Any, str, Callable[[Any], Any]]]:
+        from langchain_core.tools import BaseTool
+        from langgraph.pregel import Pregel, _runner
+
+        return [
+            (Pregel, "stream", _wrap_stream),
+            (Pregel, "astream", _wrap_astream),
+            (_runner, "run_with_retry", _wrap_run_with_retry),
+            (_runner, "arun_with_retry", _wrap_arun_with_retry),
+            (BaseTool, "run", _wrap_tool_run),
+            (BaseTool, "arun", _wrap_tool_arun),
+        ]
+
+    def setup(self) -> None:
+        global _active, _graph_interrupt, _parent_command, _command_type
+        try:
+            from importlib.metadata import version
+
+            import langchain_core  # noqa: F401
+            import langgraph  # noqa: F401
+
+            installed = version("langgraph")
+        except ImportError as exc:
+            raise self.missing("langgraph") from exc
+        if _version(installed) < MIN_VERSION:
+            raise self.missing("langgraph", f" in a supported version (found {installed}, need >= 1.0)")
+        from langgraph.errors import GraphInterrupt, ParentCommand
+        from langgraph.types import Command
+
+        targets = self._targets()
+        _graph_interrupt, _parent_command, _command_type = (GraphInterrupt,), (ParentCommand,), Command
+        for owner, attribute, wrap in targets:
+            current = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+            if hasattr(current, _MARK):
+                continue  # already ours (instrument() twice wraps once)
+            setattr(owner, attribute, wrap(current))
+            self._patched.append((owner, attribute, current))
+        _active = True
+
+    def teardown(self) -> None:
+        global _active
+        _active = False
+        while self._patched:
+            owner, attribute, original = self._patched.pop()
+            setattr(owner, attribute, original)

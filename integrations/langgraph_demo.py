@@ -1,0 +1,105 @@
+"""The LangGraph part of ``openprogram demo``: an offline ReAct agent with parallel tools and one interrupt.
+
+A scripted chat model asks for three tools at once (run in parallel by a
+``ToolNode``), the agent loops back, and a review node pauses with
+``interrupt()``; the demo answers with ``Command(resume=...)`` on the same
+thread, so both runs land in the demo's session.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["run_demo"]
+
+
+def _build_graph() -> Any:
+    import operator
+    from typing import Annotated, TypedDict
+
+    import openprogram
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, AnyMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode, tools_condition
+    from langgraph.types import interrupt
+
+    @tool
+    def weather(city: str) -> str:
+        """Today's weather in a city (offline)."""
+        return {"Paris": "sunny, 21C", "Oslo": "rain, 9C"}.get(city, "unknown")
+
+    @tool
+    def population(city: str) -> int:
+        """Population of a city (offline)."""
+        return {"Paris": 2_100_000, "Oslo": 710_000}.get(city, 0)
+
+    @tool
+    @openprogram.tool
+    def note(text: str) -> str:
+        """Keep a note in the session (an @openprogram.tool used as a LangChain tool)."""
+        handle = openprogram.require_current_session()
+        return f"noted in session {handle.session_id}: {text}"
+
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "weather", "args": {"city": "Paris"}, "id": "call-1", "type": "tool_call"},
+                        {"name": "population", "args": {"city": "Oslo"}, "id": "call-2", "type": "tool_call"},
+                        {"name": "note", "args": {"text": "compare Paris and Oslo"}, "id": "call-3",
+                         "type": "tool_call"},
+                    ],
+                ),
+                AIMessage("Paris is sunny (21C); Oslo has 710,000 people."),
+            ]
+        )
+    )  # fmt: skip
+
+    # Functional form: the annotations are objects, not strings to resolve in this function's scope.
+    State = TypedDict(  # noqa: UP013
+        "State",
+        {"messages": Annotated[list[AnyMessage], add_messages], "decisions": Annotated[list[str], operator.add]},
+    )
+
+    def agent(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def review(state: Any) -> dict[str, Any]:
+        answer = interrupt({"question": "Publish this answer?", "draft": state["messages"][-1].content})
+        return {"decisions": [str(answer)]}
+
+    def route(state: Any) -> str:
+        return "tools" if tools_condition(state) == "tools" else "review"
+
+    graph = StateGraph(State)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([weather, population, note]))
+    graph.add_node("review", review)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route, ["tools", "review"])
+    graph.add_edge("tools", "agent")
+    graph.add_edge("review", END)
+    return graph.compile(checkpointer=InMemorySaver(), name="demo_agent")
+
+
+def run_demo(emit: Callable[[str], None]) -> None:
+    """Run the offline LangGraph agent in the current session, answer its interrupt, report on ``emit``."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.types import Command
+
+    graph = _build_graph()
+    config = {"configurable": {"thread_id": f"demo-{uuid.uuid4().hex[:12]}"}}
+    paused = graph.invoke({"messages": [HumanMessage("Weather in Paris, population of Oslo?")]}, config)
+    question = paused["__interrupt__"][0].value
+    emit(f"langgraph: agent paused: {question['question']} (draft: {question['draft']!r})")
+    done = graph.invoke(Command(resume="approved"), config)
+    thread = config["configurable"]["thread_id"]
+    emit(f"langgraph: resumed with 'approved' -> decisions {done['decisions']}; thread {thread}")

@@ -1,0 +1,235 @@
+"""The session travels with the run: lazy streams, thread ids, interrupts and resumes (also across processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import openprogram
+from conftest import by_kind, calls, one
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from lg_fakes import Log, chain_graph, seen
+
+
+def setup_function() -> None:
+    seen.clear()
+
+
+def test_stream_created_in_a_session_and_iterated_in_another_thread(store: Any) -> None:
+    graph = chain_graph(("a", "b"))
+    with openprogram.session_context(store=store) as h:
+        stream = graph.stream({"log": []})
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.extend(stream))  # a plain thread: no context copied
+    worker.start()
+    worker.join()
+    assert len(out) == 2
+    assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
+    records = calls(store, h.session_id)
+    graph_call = one(records, "graph", "LangGraph")
+    assert graph_call.parent_id == records[0].call_id
+    assert [n.parent_id for n in by_kind(records, "node")] == [graph_call.call_id] * 2
+
+
+def test_stream_iterated_inside_another_session_keeps_its_creator(store: Any) -> None:
+    graph = chain_graph(("a",))
+    with openprogram.session_context(store=store) as first:
+        stream = graph.stream({"log": []})
+    with openprogram.session_context(store=store) as second:
+        list(stream)
+        assert openprogram.get_current_session() is second
+    assert seen == [("node:a", first.session_id)]
+    assert by_kind(calls(store, second.session_id), "node") == []
+
+
+async def test_astream_created_in_a_session_and_iterated_in_a_bare_task(store: Any) -> None:
+    graph = chain_graph(("a", "b"))
+    async with openprogram.session_context(store=store) as h:
+        stream = graph.astream({"log": []})
+    empty = contextvars.Context()  # a task with none of our context
+
+    async def consume() -> list[Any]:
+        return [chunk async for chunk in stream]
+
+    loop = asyncio.get_running_loop()
+    task = empty.run(loop.create_task, consume())
+    assert len(await task) == 2
+    assert openprogram.get_current_session() is None
+    assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
+
+
+async def test_astream_closed_early_ends_the_graph_call(store: Any) -> None:
+    graph = chain_graph(("a", "b", "c"))
+    async with openprogram.session_context(store=store) as h:
+        stream = graph.astream({"log": []})
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+    graph_call = one(calls(store, h.session_id), "graph", "LangGraph")
+    assert graph_call.status == "interrupted" and graph_call.ended_at is not None
+
+
+def test_a_thread_without_a_session_uses_one_session_per_thread() -> None:
+    graph = _chain_with_saver()
+    first = {"configurable": {"thread_id": "conversation-1"}}
+    graph.invoke({"log": ["hi"]}, first)
+    graph.invoke({"log": ["again"]}, first)
+    graph.invoke({"log": ["other"]}, {"configurable": {"thread_id": "conversation-2"}})
+    assert openprogram.get_current_session() is None
+    sessions = [sid for _, sid in seen]
+    assert sessions[0] == sessions[1] != sessions[2]
+    assert None not in sessions
+    default = openprogram.open_store()
+    openprogram.flush()
+    records = default.list_calls(sessions[0])
+    assert [c.kind for c in records if c.kind in ("turn", "graph")] == ["turn", "graph", "turn", "graph"]
+
+
+def _chain_with_saver() -> Any:
+    def node(state: Log) -> dict[str, Any]:
+        handle = openprogram.get_current_session()
+        seen.append(("node", None if handle is None else handle.session_id))
+        return {"log": ["done"]}
+
+    g = StateGraph(Log)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def _review_graph(checkpointer: Any) -> Any:
+    def draft(state: Log) -> dict[str, Any]:
+        return {"log": ["draft"]}
+
+    def review(state: Log) -> dict[str, Any]:
+        answer = interrupt({"question": "publish?", "draft": state["log"][-1]})
+        handle = openprogram.get_current_session()
+        seen.append(("review", None if handle is None else handle.session_id))
+        return {"log": [f"answer:{answer}"]}
+
+    g = StateGraph(Log)
+    g.add_node("draft", draft)
+    g.add_node("review", review)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "review")
+    g.add_edge("review", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_interrupt_and_resume_in_one_session() -> None:
+    # The default store: a resume with no session open finds the thread's session there.
+    store = openprogram.open_store()
+    graph = _review_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "review-1"}}
+    with openprogram.session_context(store=store) as h:
+        paused = graph.invoke({"log": []}, config)
+        assert paused["__interrupt__"][0].value["question"] == "publish?"
+    # The resume runs with no session open: the thread was bound to h's session.
+    done = graph.invoke(Command(resume="yes"), config)
+    assert done["log"][-1] == "answer:yes"
+    assert seen == [("review", h.session_id)]
+    records = calls(store, h.session_id)
+    assert [c.kind for c in records if c.kind == "turn"] == ["turn", "turn"]
+    _check_review_tree(records, "yes")
+
+
+def _check_review_tree(records: list[Any], answer: str) -> None:
+    graphs = by_kind(records, "graph")
+    assert [g.status for g in graphs] == ["interrupted", "ok"]
+    paused, resumed = graphs
+    interrupts = by_kind(records, "interrupt")
+    assert len(interrupts) == 2
+    asked = next(i for i in interrupts if i.status == "interrupted")
+    answered = next(i for i in interrupts if i.status == "ok")
+    review_nodes = [n for n in by_kind(records, "node") if n.name == "review"]
+    assert [n.status for n in review_nodes] == ["interrupted", "ok"]
+    assert asked.parent_id == review_nodes[0].call_id and review_nodes[0].parent_id == paused.call_id
+    assert asked.inputs["value"] == {"question": "publish?", "draft": "draft"}
+    assert answered.parent_id == resumed.call_id and answered.name == "review"
+    assert answered.output == {"resume": answer}
+    assert answered.inputs["interrupts"][0]["value"]["question"] == "publish?"
+    assert answered.inputs["interrupts"][0]["id"] == asked.inputs["id"]
+
+
+_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    import openprogram
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+    sys.path.insert(0, {here!r})
+    from test_sessions import _review_graph
+    openprogram.instrument("langgraph")
+    with SqliteSaver.from_conn_string({checkpoints!r}) as saver:
+        graph = _review_graph(saver)
+        config = {{"configurable": {{"thread_id": "review-across-processes"}}}}
+        if sys.argv[1] == "ask":
+            result = graph.invoke({{"log": []}}, config)
+        else:
+            result = graph.invoke(Command(resume="approved"), config)
+    openprogram.flush()
+    print(json.dumps({{"log": result["log"], "session": openprogram.get_current_session()}}, default=str))
+    """
+)
+
+
+def test_resume_from_a_fresh_process_continues_the_same_session(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(_PROCESS.format(here=str(Path(__file__).parent), checkpoints=str(tmp_path / "cp.db")))
+    outputs = []
+    for step in ("ask", "answer"):
+        done = subprocess.run([sys.executable, str(script), step], capture_output=True, text=True, timeout=120,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[1]["log"][-1] == "answer:approved"
+    assert outputs[0]["session"] is None  # no session_context anywhere
+    store = openprogram.open_store()  # the same default store (OPENPROGRAM_STORE from the fixture)
+    sessions = [s for s in store.list_sessions() if store.list_calls(s.session_id)]
+    assert len(sessions) == 1
+    records = store.list_calls(sessions[0].session_id)
+    assert [c.kind for c in records if c.kind == "turn"] == ["turn", "turn"]
+    _check_review_tree(records, "approved")
+
+
+def test_session_bound_thread_continues_without_session_in_a_new_turn() -> None:
+    store = openprogram.open_store()
+    graph = _chain_with_saver()
+    config = {"configurable": {"thread_id": "bound"}}
+    with openprogram.session_context(store=store) as h:
+        graph.invoke({"log": []}, config)
+    graph.invoke({"log": []}, config)
+    assert [sid for _, sid in seen] == [h.session_id, h.session_id]
+
+
+def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
+    store = openprogram.open_store()
+    inner = _review_graph(None)
+    g = StateGraph(Log)
+    g.add_node("outer", inner)
+    g.add_edge(START, "outer")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "nested-review"}}
+    with openprogram.session_context(store=store) as h:
+        assert graph.invoke({"log": []}, config)["__interrupt__"][0].value["question"] == "publish?"
+        assert graph.invoke(Command(resume="nested"), config)["log"][-1] == "answer:nested"
+    records = calls(store, h.session_id)
+    interrupts = by_kind(records, "interrupt")
+    assert [i.status for i in interrupts] == ["interrupted", "ok"]
+    asked, answered = interrupts
+    review = next(n for n in by_kind(records, "node") if n.name == "review" and n.status == "interrupted")
+    assert asked.parent_id == review.call_id
+    outer = next(n for n in by_kind(records, "node") if n.name == "outer" and n.status == "interrupted")
+    sub_graph = next(c for c in by_kind(records, "graph") if c.parent_id == outer.call_id)
+    assert review.parent_id == sub_graph.call_id
+    assert sub_graph.status == "interrupted" and sub_graph.error is None
+    assert answered.output == {"resume": "nested"} and answered.name == "outer"
