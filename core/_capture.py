@@ -25,7 +25,10 @@ __all__ = [
     "Limits",
     "REDACTED",
     "capture",
+    "bind_arguments",
     "capture_arguments",
+    "capture_json",
+    "CapturedJSON",
     "arguments_json",
     "dumps",
     "scalar_json",
@@ -262,19 +265,93 @@ def capture(value: object) -> Any:
         return f"<capture failed: {type(exc).__name__}>"
 
 
+class CapturedJSON(str):
+    """JSON text of a finished capture (bounded, redacted): stored as it is."""
+
+    __slots__ = ()
+
+
+# What might need redaction in an encoded text, as supersets of what the careful
+# walk redacts: credential-looking strings, passwords in connection strings,
+# secret-looking keys. Literal prefixes keep the regex scans at C speed.
+_CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer\s|Basic\s|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
+_URL_CREDENTIALS: Final = re.compile(r'://[^"\s]*@')
+_JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
+
+
+def _needs_care(text: str) -> bool:
+    if "assword" in text or _CREDENTIAL_STRING.search(text) is not None:
+        return True
+    if "://" in text and _URL_CREDENTIALS.search(text) is not None:
+        return True
+    lowered = text.lower()
+    if not (  # one expression, not any(...): this runs for every captured value
+        "key" in lowered
+        or "token" in lowered
+        or "auth" in lowered
+        or "pass" in lowered
+        or "secret" in lowered
+        or "pwd" in lowered
+        or "credential" in lowered
+        or "cookie" in lowered
+        or "signature" in lowered
+    ):
+        return False
+    return any(is_secret_key(key) for key in _JSON_KEY.findall(text))
+
+
+def _fast_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return _sorted_safely(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{type(value).__name__} len={len(value)}>"
+    if isinstance(value, BaseException):
+        return f"{type(value).__qualname__}: {_safe_str(value)}"
+    converted = _convert_object(value)
+    if converted is not _NOTHING:
+        return converted
+    return _describe(value, _limits)
+
+
+_fast_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_fast_default).encode
+
+
+def capture_json(value: object) -> CapturedJSON:
+    """``dumps(capture(value))``, computed in C when nothing needs cutting or redacting. Never raises.
+
+    The JSON encoder does the walk; when its text is within ``max_chars`` and
+    holds nothing that might need redacting, that text is the capture. Otherwise
+    (too big, cyclic, odd keys, NaN, anything secret-looking) the careful walk runs.
+    """
+    try:
+        text = _fast_encode(value)
+    except Exception:  # cycles, non-string keys, NaN, depth, a failing model_dump: take the careful path
+        text = None
+    if text is None or len(text) > _limits.max_chars or _needs_care(text):
+        text = dumps(capture(value))
+    return CapturedJSON(text)
+
+
 def capture_arguments(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> Any:
     """Capture a call's arguments as one mapping of parameter name to value.
 
     Positional arguments are named after the parameters they bind to, so a
     password passed positionally is redacted like a keyword one.
     """
+    return capture(bind_arguments(names, args, kwargs))
+
+
+def bind_arguments(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A call's arguments as one dict of parameter name to value (extra positionals as ``*args[i]``)."""
     bound: dict[str, Any] = {}
     n = len(names)
     for i, arg in enumerate(args):
         bound[names[i] if i < n else f"*args[{i - n}]"] = arg
     if kwargs:
         bound.update(kwargs)
-    return capture(bound)
+    return bound
 
 
 _encode_string = json.encoder.encode_basestring_ascii

@@ -14,7 +14,7 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any
 
-from ._capture import ATOMIC_TYPES, PRECAPTURED, capture, redact_text
+from ._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_text
 from ._context import SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._writer import inflight, queue
@@ -63,7 +63,7 @@ def begin_call(
     if inputs is None:
         names = None
     else:
-        names, inputs = PRECAPTURED, capture(inputs)
+        names, inputs = PRECAPTURED, capture_json(inputs)
     rec = (call_id, handle, parent_id, kind, name, framework, names, inputs, None, attributes, time.time())
     inflight[call_id] = rec
     return rec
@@ -88,7 +88,7 @@ def end_call(
         merged.update(attributes)
         rec = rec[:9] + (merged,) + rec[10:]
     if output is not None and type(output) not in ATOMIC_TYPES:
-        output = capture(output)  # a snapshot, as for inputs
+        output = capture_json(output)  # a snapshot, as for inputs
     if exc is None:
         queue.append(rec + (status or "ok", output, None, time.time()))
     else:

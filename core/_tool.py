@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any, TypeVar, overload
 
 from . import _ids
-from ._capture import ATOMIC_TYPES, PRECAPTURED, capture, capture_arguments
+from ._capture import ATOMIC_TYPES, PRECAPTURED, bind_arguments, capture, capture_json
 from ._context import SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._recorder import _reset, describe_error, status_of
@@ -92,10 +92,10 @@ def _snapshot(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, A
     """Arguments as the writer will need them: by reference when immutable, else copied now."""
     for value in args:
         if type(value) not in ATOMIC_TYPES:
-            return capture_arguments(names, args, kwargs)
+            return capture_json(bind_arguments(names, args, kwargs))
     for value in kwargs.values():
         if type(value) not in ATOMIC_TYPES:
-            return capture_arguments(names, args, kwargs)
+            return capture_json(bind_arguments(names, args, kwargs))
     return None
 
 
@@ -151,7 +151,7 @@ def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> Non
     if inflight.pop(rec[0], None) is None:
         return
     if exc is None:
-        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else capture(output), None, time.time()))
+        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else capture_json(output), None, time.time()))
     else:  # a generator's partial output is kept
         kept = None if output is None or type(output) in ATOMIC_TYPES else capture(output)
         queue.append(rec + (status_of(exc), kept, describe_error(exc), time.time()))
@@ -194,7 +194,7 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
             raise
         reset_call(token)
         del running[call_id]
-        append(rec + ("ok", result if type(result) in atomic else capture(result), None, time.time()))
+        append(rec + ("ok", result if type(result) in atomic else capture_json(result), None, time.time()))
         return result
 
     return wrapper

@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from . import _ids
-from ._capture import ATOMIC_TYPES, PRECAPTURED, _encode_string, arguments_json, capture, dumps, scalar_json
+from ._capture import (
+    ATOMIC_TYPES,
+    PRECAPTURED,
+    CapturedJSON,
+    _encode_string,
+    arguments_json,
+    capture_json,
+    dumps,
+    scalar_json,
+)
 from .stores import AliasRow, CallRow, SessionRow, Store, openprogram_home
 
 __all__ = [
@@ -146,17 +155,20 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     handle = rec[1]
     names = rec[6]
     if names is PRECAPTURED:
-        inputs = dumps(rec[7])
+        inputs = rec[7] if type(rec[7]) is CapturedJSON else dumps(rec[7])
     elif names is not None:  # the recorder only keeps arguments by reference when all are scalars
         inputs = arguments_json(names, rec[7], rec[8])
     else:
-        inputs = dumps(capture(rec[7]))
+        inputs = capture_json(rec[7])
     attributes = rec[9]
     if len(rec) > 11:
         output = rec[12]
         # Outputs arrive as scalars or as captures already made on the hot path.
+        out: str | None
         if output is None:
             out = None
+        elif type(output) is CapturedJSON:
+            out = output
         elif (
             type(output) is str
             and len(output) < 256
@@ -174,7 +186,7 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         out, status, error, ended = None, "running", None, None
     return (
         rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], rec[4], rec[5], status,
-        inputs, out, error, None if attributes is None else dumps(capture(attributes)),
+        inputs, out, error, None if attributes is None else capture_json(attributes),
         rec[10], ended, owner,
     )  # fmt: skip
 
