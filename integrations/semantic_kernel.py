@@ -367,8 +367,13 @@ def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
     async def get_chat_message_contents(self: Any, chat_history: Any, settings: Any, **kwargs: Any) -> Any:
         if not _active:
             return await original(self, chat_history, settings, **kwargs)
-        scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
-                           attributes=_chat_attributes(self, chat_history)).enter()  # fmt: skip
+        try:
+            scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
+                               attributes=_chat_attributes(self, chat_history))  # fmt: skip
+        except Exception:
+            _log_once("a chat request")
+            return await original(self, chat_history, settings, **kwargs)
+        scope.enter()
         try:
             result = await original(self, chat_history, settings, **kwargs)
         except BaseException as exc:
@@ -382,12 +387,16 @@ def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
     return _wraps(get_chat_message_contents, original)
 
 
-def _open_stream(kind: str, name: str, inputs: Any = None, attributes: dict[str, Any] | None = None) -> _Stream | None:
-    """Begin a call for an async generator that is about to run; None when unrecorded."""
+def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any] | None]]) -> _Stream | None:
+    """Begin a call for an async generator about to run; None when unrecorded.
+
+    ``describe`` returns the call's name, inputs and attributes (called here, so its errors are contained).
+    """
     try:
+        name, inputs, attributes = describe()
         scope = call_scope(kind, name, framework=FRAMEWORK, inputs=inputs, attributes=attributes)
     except Exception:
-        _log_once(f"starting {kind} {name!r}")
+        _log_once(f"starting a streamed {kind} call")
         return None
     return _detach(scope.enter())
 
@@ -407,7 +416,11 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         self: Any, chat_history: Any, settings: Any, **kwargs: Any
     ) -> AsyncGenerator[Any, Any]:
         agen = original(self, chat_history, settings, **kwargs)
-        stream = _open_stream("call", _chat_name(self), None, _chat_attributes(self, chat_history)) if _active else None
+        stream = (
+            _open_stream("call", lambda: (_chat_name(self), None, _chat_attributes(self, chat_history)))
+            if _active
+            else None
+        )
         async for item in _drive(agen, stream):
             yield item
 
@@ -455,7 +468,7 @@ def _wrap_agent_call(original: Callable[..., Any]) -> Callable[..., Any]:
 def _wrap_agent_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     async def invoke(self: Any, messages: Any = None, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen = original(self, messages, **kwargs)
-        stream = _open_stream("agent", _agent_name(self), _agent_inputs(messages)) if _active else None
+        stream = _open_stream("agent", lambda: (_agent_name(self), _agent_inputs(messages), None)) if _active else None
         async for item in _drive(agen, stream):
             yield item
 
@@ -471,7 +484,7 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
             return
         token = _group_chat.set(id(self))
         try:
-            stream = _open_stream("call", type(self).__name__)
+            stream = _open_stream("call", lambda: (type(self).__name__, None, None))
         finally:
             _reset(_group_chat, token)
         # Steps see the group chat as running: its nested invokes are not recorded again.
