@@ -29,6 +29,7 @@ exceptions pass through unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -87,7 +88,7 @@ def _log_once(what: str) -> None:
 class _Stream:
     """A call that stays open while a generator produced under it is iterated."""
 
-    __slots__ = ("handle", "rec", "items", "count", "text")
+    __slots__ = ("count", "handle", "items", "rec", "text")
 
     def __init__(self, handle: SessionHandle, rec: tuple[Any, ...]) -> None:
         self.handle = handle
@@ -552,11 +553,11 @@ async def _end_when_done(result: Any, rec: tuple[Any, ...]) -> None:
     except BaseException as exc:
         end_call(rec, exc)
         raise
-    exc = result.exception
-    if exc is None and result.value is None and result.cancellation_token.is_cancelled():
-        exc = asyncio.CancelledError("orchestration cancelled")
+    error: BaseException | None = result.exception
+    if error is None and result.value is None and result.cancellation_token.is_cancelled():
+        error = asyncio.CancelledError("orchestration cancelled")
     value = result.value
-    end_call(rec, exc, _messages_text(value) if isinstance(value, list) else value)
+    end_call(rec, error, _messages_text(value) if isinstance(value, list) else value)
 
 
 def _wrap_envelope_init(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -591,10 +592,8 @@ def _wrap_process(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _wraps(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
+        with contextlib.suppress(AttributeError):
             setattr(wrapper, attr, getattr(original, attr))
-        except AttributeError:
-            pass
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]
     return wrapper
 

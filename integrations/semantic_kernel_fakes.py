@@ -40,7 +40,7 @@ _ids = itertools.count()
 
 def calls_message(*calls: tuple[str, str, dict[str, Any]]) -> ChatMessageContent:
     """One assistant turn requesting several tool calls, each ``(plugin, function, arguments)``."""
-    items = [
+    items: list[Any] = [
         FunctionCallContent(
             id=f"call_{next(_ids)}",
             index=i,
@@ -75,7 +75,7 @@ def tools_then_answer(calls: list[tuple[str, str, dict[str, Any]]], answer: str 
     return step
 
 
-class ScriptedChatService(ChatCompletionClientBase):  # type: ignore[misc]
+class ScriptedChatService(ChatCompletionClientBase):
     """A chat-completion service that replays a script (see the module docstring)."""
 
     SUPPORTS_FUNCTION_CALLING: ClassVar[bool] = True
@@ -86,13 +86,13 @@ class ScriptedChatService(ChatCompletionClientBase):  # type: ignore[misc]
 
     def __init__(self, script: list[Any] | None = None, default_step: Any = None, **kwargs: Any) -> None:
         kwargs.setdefault("ai_model_id", "scripted-model")
-        super().__init__(script=list(script or []), default_step=default_step, **kwargs)
+        super().__init__(script=list(script or []), default_step=default_step, **kwargs)  # type: ignore[call-arg]
 
     def get_prompt_execution_settings_class(self) -> type[PromptExecutionSettings]:
         return OpenAIChatPromptExecutionSettings
 
     def _update_function_choice_settings_callback(self) -> Callable[..., None]:
-        return update_settings_from_function_call_configuration  # type: ignore[no-any-return]
+        return update_settings_from_function_call_configuration
 
     def _reset_function_choice_settings(self, settings: PromptExecutionSettings) -> None:
         if hasattr(settings, "tool_choice"):
@@ -110,7 +110,8 @@ class ScriptedChatService(ChatCompletionClientBase):  # type: ignore[misc]
             step = text_message("default answer")
         if callable(step):
             step = step(chat_history, settings)
-        return copy.deepcopy(step)  # a scripted message may be replayed: never share it with a history
+        message: ChatMessageContent = copy.deepcopy(step)
+        return message  # a scripted message may be replayed: never share it with a history
 
     async def _inner_get_chat_message_contents(
         self, chat_history: ChatHistory, settings: PromptExecutionSettings

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram.stores import Store
 
 

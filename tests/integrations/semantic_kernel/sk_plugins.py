@@ -3,12 +3,11 @@
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from semantic_kernel.functions import kernel_function
-
 import openprogram
-from openprogram.stores import CallRecord, Store
 from openprogram import get_current_session
 from openprogram._context import current_call_id
+from openprogram.stores import CallRecord, Store
+from semantic_kernel.functions import kernel_function
 
 
 class Boom(Exception):

@@ -7,7 +7,10 @@ import json
 import logging
 from typing import Any
 
+import openprogram
 import pytest
+from openprogram.integrations import semantic_kernel as adapter
+from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
@@ -15,11 +18,7 @@ from semantic_kernel.contents import ChatHistory
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import Boom, Weather, calls, lookup_inner, lookup_outer, named, only, with_kernel
-
-import openprogram
-from openprogram.integrations import semantic_kernel as adapter
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
+from sk_plugins import Weather, calls, lookup_inner, lookup_outer, named, only, with_kernel
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
                ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
@@ -248,8 +247,13 @@ async def test_uninstrument_restores(store: Any) -> None:
     from semantic_kernel.agents.runtime.in_process.in_process_runtime import InProcessRuntime, SendMessageEnvelope
     from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 
-    targets = [(KernelFilterExtension, "construct_call_stack"), (ChatCompletionClientBase, "get_chat_message_contents"),
-               (ChatCompletionAgent, "invoke"), (InProcessRuntime, "_process_send"), (SendMessageEnvelope, "__init__")]  # fmt: skip
+    targets = [
+        (KernelFilterExtension, "construct_call_stack"),
+        (ChatCompletionClientBase, "get_chat_message_contents"),
+        (ChatCompletionAgent, "invoke"),
+        (InProcessRuntime, "_process_send"),
+        (SendMessageEnvelope, "__init__"),
+    ]
     before = [cls.__dict__.get(attr) for cls, attr in targets]
     openprogram.instrument("semantic_kernel")
     assert [cls.__dict__.get(attr) for cls, attr in targets] != before
