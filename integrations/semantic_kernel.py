@@ -10,8 +10,10 @@ was running when it started. The hooks:
   filters of every call stack. Nothing is added to a kernel's filter lists, so
   filters can never be added twice and ``uninstrument()`` leaves no trace.
 - ``ChatCompletionClientBase.get_chat_message_contents`` / ``..._streaming_...``
-  record each chat request (``call`` named ``chat:<model>``): the functions it
-  auto-invokes — several per model turn, run concurrently by SK — are its children.
+  record each chat request not made by a prompt function (agents, direct use)
+  as a ``call`` named ``chat:<model>``. The chat/prompt call — that call, or the
+  prompt function — is the parent of the functions the model asked for; the
+  several calls of one model turn, run concurrently by SK, share it.
 - ``ChatCompletionAgent`` (``get_response``, ``invoke``, ``invoke_stream``),
   ``AgentGroupChat`` and orchestrations (``OrchestrationBase.invoke``) record
   ``agent`` / ``call`` calls.
@@ -67,6 +69,10 @@ _logged_lock = threading.Lock()
 # to run (the model's tool call); read by the function-invocation filter of that
 # very function, cleared for anything it calls in turn.
 _auto_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar("openprogram.sk.auto_call", default=None)
+# Calls of prompt functions now running. A chat request made directly under one
+# is not recorded separately: the prompt function is that chat/prompt call, and
+# the functions the model asks for become its children.
+_prompt_calls: set[str] = set()
 # The group chat whose invoke is running, so a nested invoke is not recorded twice.
 _group_chat: ContextVar[int | None] = ContextVar("openprogram.sk.group_chat", default=None)
 
@@ -114,6 +120,7 @@ class _Stream:
         return {"yielded": self.items, "count": self.count}
 
     def end(self, exc: BaseException | None) -> None:
+        _prompt_calls.discard(self.rec[0])
         try:
             end_call(self.rec, exc, self.output())
         except Exception:
@@ -244,6 +251,8 @@ def _begin_function(context: FunctionInvocationContext) -> call_scope | None:
     if pending is not None:
         # Whatever this function calls is not the model's tool call any more.
         _auto_call.set(None)
+    if function.is_prompt:
+        _prompt_calls.add(scope.rec[0])  # type: ignore[index]
     return scope
 
 
@@ -265,9 +274,11 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
     if scope is None:
         await next(context)
         return
+    call_id = scope.rec[0]  # type: ignore[index]
     try:
         await next(context)
     except BaseException as exc:
+        _prompt_calls.discard(call_id)
         scope.exit(exc)
         raise
     try:
@@ -278,6 +289,7 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
             if stream is not None and result is not None:
                 result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
             return
+        _prompt_calls.discard(call_id)
         scope.set_output(_function_output(context))
     except Exception:
         _log_once("the function-invocation filter (end)")
@@ -366,7 +378,7 @@ def _chat_attributes(service: Any, chat_history: Any) -> dict[str, Any] | None:
 
 def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
     async def get_chat_message_contents(self: Any, chat_history: Any, settings: Any, **kwargs: Any) -> Any:
-        if not _active:
+        if not _active or call_var.get() in _prompt_calls:
             return await original(self, chat_history, settings, **kwargs)
         try:
             scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
@@ -419,7 +431,7 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         agen = original(self, chat_history, settings, **kwargs)
         stream = (
             _open_stream("call", lambda: (_chat_name(self), None, _chat_attributes(self, chat_history)))
-            if _active
+            if _active and call_var.get() not in _prompt_calls
             else None
         )
         async for item in _drive(agen, stream):

@@ -79,12 +79,11 @@ async def test_auto_function_calling_parallel_calls_share_the_chat_parent(store:
     assert str(result) == "it is sunny"
     records = calls(store, h.session_id)
     prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("weather."))
-    chat = only(records, "chat:scripted-model")
-    assert chat.parent_id == prompt.call_id and chat.output == ["it is sunny"]
-    assert prompt.output == "it is sunny"
+    assert prompt.output == "it is sunny" and prompt.parent_id == records[0].call_id
+    assert not named(records, "chat:scripted-model")  # the prompt function is the chat call
     functions = [r for r in records if r.name.startswith("weather.")]
     assert len(functions) == 3
-    assert {r.parent_id for r in functions} == {chat.call_id}
+    assert {r.parent_id for r in functions} == {prompt.call_id}
     assert all(r.attributes and r.attributes["auto_invoked"] and r.attributes["request_index"] == 0
                for r in functions)  # fmt: skip
     assert sorted(r.attributes["function_index"] for r in functions) == [0, 1, 2]  # type: ignore[index]
@@ -122,7 +121,8 @@ async def test_functions_run_concurrently_and_keep_their_own_call(store: Any, in
     records = calls(store, h.session_id)
     first = only(records, "slow.first")
     assert order[-1] == f"first {first.call_id}"
-    assert first.parent_id == only(records, "slow.second").parent_id == only(records, "chat:scripted-model").call_id
+    prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("slow."))
+    assert first.parent_id == only(records, "slow.second").parent_id == prompt.call_id
 
 
 async def test_chat_service_called_directly_is_the_parent(store: Any, instrumented: None) -> None:
@@ -172,12 +172,11 @@ async def test_invoke_prompt_stream_with_auto_calls(store: Any, instrumented: No
             text += str(chunk[0]) if isinstance(chunk, list) else str(chunk)
     assert "streamed answer" in text
     records = calls(store, h.session_id)
-    chat = only(records, "chat:scripted-model")
-    prompt = next(r for r in records if r.call_id == chat.parent_id)
-    assert prompt.kind == "function" and prompt.status == "ok" and chat.status == "ok"
-    assert "streamed answer" in chat.output["text"]
+    prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("weather."))
+    assert prompt.status == "ok" and "streamed answer" in prompt.output["text"]
+    assert not named(records, "chat:scripted-model")
     functions = [r for r in records if r.name.startswith("weather.")]
-    assert len(functions) == 3 and {r.parent_id for r in functions} == {chat.call_id}
+    assert len(functions) == 3 and {r.parent_id for r in functions} == {prompt.call_id}
     assert {s[2] for s in weather.seen} == {r.call_id for r in functions}
 
 
