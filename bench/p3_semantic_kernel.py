@@ -37,6 +37,8 @@ from typing import Any
 os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
 os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram-bench-"))
 
+import openprogram
+from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -46,13 +48,9 @@ from semantic_kernel.connectors.ai import chat_completion_client_base
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
 from semantic_kernel.functions import KernelArguments, kernel_function
-from semantic_kernel.functions import kernel_function as kernel_function_module
 from semantic_kernel.utils.telemetry.agent_diagnostics import decorators as agent_decorators
 from semantic_kernel.utils.telemetry.model_diagnostics import decorators as model_decorators
 from semantic_kernel.utils.telemetry.model_diagnostics import function_tracer
-
-import openprogram
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
 
 kernel_function_module = sys.modules["semantic_kernel.functions.kernel_function"]
 TRACED_MODULES = [kernel_function_module, chat_completion_client_base, model_decorators, agent_decorators]
@@ -129,9 +127,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--store", default=None, help="store URL (default: a SQLite file in a temporary home)")
     args = parser.parse_args()
     sk_diagnostics(False)
-    store = openprogram.open_store(f"sqlite:///{os.environ['OPENPROGRAM_HOME']}/bench.db")
+    store = openprogram.open_store(args.store or f"sqlite:///{os.environ['OPENPROGRAM_HOME']}/bench.db")
     kernel, arguments = make_kernel()
     modes = ["baseline", "openprogram", "sk_otel"]
     for mode in modes:  # warm-up: imports, pydantic schemas, the store
@@ -151,7 +150,7 @@ async def main() -> None:
             wall[mode].append(w)
             cpu[mode].append(c)
     print(f"P3 semantic_kernel: {args.runs} auto-function-calling runs (3 parallel calls/turn) x {args.rounds} rounds,")
-    print(f"  interleaved; medians per round; SK diagnostics exported {spans} spans per run")
+    print(f"  interleaved; medians per round; store {store.url}; SK diagnostics exported {spans} spans per run")
     for label, times in (("wall", wall), ("cpu", cpu)):
         median = {m: statistics.median(t) for m, t in times.items()}
         for mode in modes:
