@@ -303,7 +303,7 @@ async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Ca
         return
     token = None
     try:
-        call = context.function_call_content
+        call = getattr(context, "function_call_content", None)  # SK >= 1.3x; absent in older releases
         attributes: dict[str, Any] = {
             "auto_invoked": True,
             "request_index": context.request_sequence_index,
@@ -377,18 +377,18 @@ def _chat_attributes(service: Any, chat_history: Any) -> dict[str, Any] | None:
 
 
 def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
-    async def get_chat_message_contents(self: Any, chat_history: Any, settings: Any, **kwargs: Any) -> Any:
+    async def get_chat_message_contents(self: Any, chat_history: Any, *args: Any, **kwargs: Any) -> Any:
         if not _active or call_var.get() in _prompt_calls:
-            return await original(self, chat_history, settings, **kwargs)
+            return await original(self, chat_history, *args, **kwargs)
         try:
             scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
                                attributes=_chat_attributes(self, chat_history))  # fmt: skip
         except Exception:
             _log_once("a chat request")
-            return await original(self, chat_history, settings, **kwargs)
+            return await original(self, chat_history, *args, **kwargs)
         scope.enter()
         try:
-            result = await original(self, chat_history, settings, **kwargs)
+            result = await original(self, chat_history, *args, **kwargs)
         except BaseException as exc:
             scope.exit(exc)
             raise
@@ -414,33 +414,34 @@ def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any
     return _detach(scope.enter())
 
 
-async def _drive(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
-    """Yield from ``agen`` under the stream's call (or plainly), closing ``agen`` when closed early."""
-    inner = agen if stream is None else _traced_agen(agen, stream)
-    try:
-        async for item in inner:
-            yield item
-    finally:
-        await inner.aclose()
+def _driven(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
+    """``agen``, run under the stream's call when there is one."""
+    return agen if stream is None else _traced_agen(agen, stream)
 
 
 def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     async def get_streaming_chat_message_contents(
-        self: Any, chat_history: Any, settings: Any, **kwargs: Any
+        self: Any, chat_history: Any, *args: Any, **kwargs: Any
     ) -> AsyncGenerator[Any, Any]:
-        agen = original(self, chat_history, settings, **kwargs)
+        agen = original(self, chat_history, *args, **kwargs)
         stream = (
             _open_stream("call", lambda: (_chat_name(self), None, _chat_attributes(self, chat_history)))
             if _active and call_var.get() not in _prompt_calls
             else None
         )
-        async for item in _drive(agen, stream):
-            yield item
+        inner = _driven(agen, stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
 
     return _wraps(get_streaming_chat_message_contents, original)
 
 
-def _agent_inputs(messages: Any) -> Any:
+def _agent_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    # `messages` is positional-or-keyword in recent SK, keyword-only in older releases.
+    messages = args[0] if args else kwargs.get("messages")
     if messages is None:
         return None
     if isinstance(messages, list):
@@ -456,17 +457,17 @@ def _agent_name(agent: Any) -> str:
 
 
 def _wrap_agent_call(original: Callable[..., Any]) -> Callable[..., Any]:
-    async def get_response(self: Any, messages: Any = None, **kwargs: Any) -> Any:
+    async def get_response(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _active:
-            return await original(self, messages, **kwargs)
+            return await original(self, *args, **kwargs)
         try:
-            scope = call_scope("agent", _agent_name(self), framework=FRAMEWORK, inputs=_agent_inputs(messages))
+            scope = call_scope("agent", _agent_name(self), framework=FRAMEWORK, inputs=_agent_inputs(args, kwargs))
         except Exception:
             _log_once("ChatCompletionAgent.get_response")
-            return await original(self, messages, **kwargs)
+            return await original(self, *args, **kwargs)
         scope.enter()
         try:
-            result = await original(self, messages, **kwargs)
+            result = await original(self, *args, **kwargs)
         except BaseException as exc:
             scope.exit(exc)
             raise
@@ -479,11 +480,17 @@ def _wrap_agent_call(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_agent_stream(original: Callable[..., Any]) -> Callable[..., Any]:
-    async def invoke(self: Any, messages: Any = None, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        agen = original(self, messages, **kwargs)
-        stream = _open_stream("agent", lambda: (_agent_name(self), _agent_inputs(messages), None)) if _active else None
-        async for item in _drive(agen, stream):
-            yield item
+    async def invoke(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        agen = original(self, *args, **kwargs)
+        stream = (
+            _open_stream("agent", lambda: (_agent_name(self), _agent_inputs(args, kwargs), None)) if _active else None
+        )
+        inner = _driven(agen, stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
 
     return _wraps(invoke, original)
 
@@ -492,8 +499,12 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
     async def invoke(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen = original(self, *args, **kwargs)
         if not _active or _group_chat.get() == id(self):
-            async for item in _drive(agen, None):
-                yield item
+            inner = _driven(agen, None)
+            try:
+                async for item in inner:
+                    yield item
+            finally:
+                await inner.aclose()  # also when closed early
             return
         token = _group_chat.set(id(self))
         try:
@@ -501,8 +512,12 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _reset(_group_chat, token)
         # Steps see the group chat as running: its nested invokes are not recorded again.
-        async for item in _drive(_marking(agen, id(self)), stream):
-            yield item
+        inner = _driven(_marking(agen, id(self)), stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
 
     return _wraps(invoke, original)
 

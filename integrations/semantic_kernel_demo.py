@@ -67,7 +67,7 @@ async def _main(emit: Callable[[str], None]) -> None:
         ],
         "Oslo: light snow; 3 trains today; Oslo Central has rooms.",
     )
-    response = await planner.get_response("Plan a day trip to Oslo.")
+    response = await planner.get_response(messages="Plan a day trip to Oslo.")
     emit(f"semantic_kernel agent (3 parallel function calls): {response.message.content}")
 
     try:

@@ -15,14 +15,10 @@ from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoic
 from sk_plugins import Weather, calls, named, only
 
 pytest.importorskip("google.protobuf", reason="SK orchestrations need protobuf")
-from semantic_kernel.agents import (
-    ConcurrentOrchestration,
-    GroupChatOrchestration,
-    HandoffOrchestration,
-    OrchestrationHandoffs,
-    RoundRobinGroupChatManager,
-    SequentialOrchestration,
-)
+from semantic_kernel.agents.orchestration.concurrent import ConcurrentOrchestration
+from semantic_kernel.agents.orchestration.group_chat import GroupChatOrchestration, RoundRobinGroupChatManager
+from semantic_kernel.agents.orchestration.handoffs import HandoffOrchestration, OrchestrationHandoffs
+from semantic_kernel.agents.orchestration.sequential import SequentialOrchestration
 from semantic_kernel.agents.runtime import InProcessRuntime
 
 
@@ -50,9 +46,9 @@ def check_agent_tree(records: list[Any], agent_name: str, city: str) -> Any:
 
 async def test_chat_completion_agent_get_response_invoke_and_stream(store: Any, instrumented: None) -> None:
     async with openprogram.session_context(store=store) as h:
-        response = await agent("Forecaster", "Oslo").get_response("weather?")
-        items = [item async for item in agent("Invoker", "Rome").invoke("weather?")]
-        chunks = [item async for item in agent("Streamer", "Lima").invoke_stream("weather?")]
+        response = await agent("Forecaster", "Oslo").get_response(messages="weather?")
+        items = [item async for item in agent("Invoker", "Rome").invoke(messages="weather?")]
+        chunks = [item async for item in agent("Streamer", "Lima").invoke_stream(messages="weather?")]
     assert "Oslo is fine" in str(response.message)
     assert items and chunks
     records = calls(store, h.session_id)
@@ -68,7 +64,7 @@ async def test_agent_built_before_instrument(store: Any) -> None:
     openprogram.instrument("semantic_kernel")
     try:
         async with openprogram.session_context(store=store) as h:
-            await early.get_response("weather?")
+            await early.get_response(messages="weather?")
     finally:
         openprogram.uninstrument("semantic_kernel")
     check_agent_tree(calls(store, h.session_id), "Early", "Bern")
@@ -179,3 +175,14 @@ async def test_two_sessions_sharing_one_runtime_do_not_leak(store: Any, instrume
         assert not [r for r in records if other in r.name]
         assert {s[1] for s in plugins[tag].seen} == {handles[tag].session_id}
     assert [r.kind for r in calls(store, starter.session_id)] == ["turn"]
+
+
+async def test_agent_stream_closed_early_is_interrupted(store: Any, instrumented: None) -> None:
+    async with openprogram.session_context(store=store) as h:
+        stream = agent("Quitter", "Kyiv", answer="one two three four").invoke_stream(messages="weather?")
+        async for _ in stream:
+            break
+        await stream.aclose()
+        assert openprogram.current_call_id() == h.root_call_id  # the consumer's context is restored
+    call = only(calls(store, h.session_id), "Quitter")
+    assert call.status == "interrupted"
