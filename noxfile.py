@@ -23,7 +23,8 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
-TEST_EXTRAS: dict[str, list[str]] = {"langgraph": [], "crewai": [], "semantic_kernel": []}
+# semantic_kernel: SK 1.30 imports httpx, which the newest openai no longer installs.
+TEST_EXTRAS: dict[str, list[str]] = {"langgraph": [], "crewai": [], "semantic_kernel": ["httpx"]}
 EXTRAS = {"langgraph": "langgraph", "crewai": "crewai", "semantic_kernel": "semantic-kernel"}
 
 

@@ -40,7 +40,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from openprogram._context import SessionHandle, call_var, session_var
-from openprogram._instrument import Integration
+from openprogram._instrument import DidNotEnable, Integration
 from openprogram._propagation import propagate
 from openprogram._recorder import _reset, call_scope, end_call
 
@@ -55,7 +55,8 @@ __all__ = ["LOWEST_VERSION", "SemanticKernelIntegration"]
 logger = logging.getLogger("openprogram")
 
 FRAMEWORK = "semantic_kernel"
-#: The lowest semantic-kernel release the adapter supports (tested by the nox session).
+#: The lowest semantic-kernel release the adapter supports (tested by the nox session):
+#: agent orchestrations and InProcessRuntime first shipped in 1.30.0.
 LOWEST_VERSION = (1, 30, 0)
 _MAX_ITEMS = 100
 _MAX_TEXT_CHUNKS = 1000
@@ -694,7 +695,10 @@ class SemanticKernelIntegration(Integration):
         version = getattr(semantic_kernel, "__version__", "0")
         if _version_tuple(version) < LOWEST_VERSION:
             lowest = ".".join(map(str, LOWEST_VERSION))
-            raise self.missing("semantic_kernel", f" (found {version}, need >= {lowest})")
+            raise DidNotEnable(
+                f"semantic_kernel: semantic-kernel {version} is too old (need >= {lowest}); "
+                f"pip install 'openprogram[{self.extra}]'"
+            )
         targets = self._targets()
         try:
             for cls, attr, make in targets:
