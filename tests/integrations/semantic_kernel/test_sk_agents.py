@@ -75,12 +75,13 @@ class _AfterTwo(TerminationStrategy):  # type: ignore[misc]
         return len([m for m in history if m.role.value == "assistant" and m.content]) >= 2
 
 
-async def test_agent_group_chat(store: Any, instrumented: None) -> None:
+@pytest.mark.parametrize("streaming", [False, True], ids=["invoke", "invoke_stream"])
+async def test_agent_group_chat(store: Any, instrumented: None, streaming: bool) -> None:
     first, second = agent("First", "Oslo"), agent("Second", "Rome")
     chat = AgentGroupChat(agents=[first, second], termination_strategy=_AfterTwo(agents=[second], maximum_iterations=4))
     async with openprogram.session_context(store=store) as h:
         await chat.add_chat_message("weather?")
-        messages = [m async for m in chat.invoke()]
+        messages = [m async for m in (chat.invoke_stream() if streaming else chat.invoke())]
     assert messages
     records = calls(store, h.session_id)
     group = only(records, "AgentGroupChat")
