@@ -232,8 +232,9 @@ def _begin_function(context: FunctionInvocationContext) -> call_scope | None:
         function = context.function
         attributes: dict[str, Any] | None = None
         pending = _auto_call.get()
-        if pending is not None and pending[0] is function:
-            attributes = pending[1]
+        matched = pending is not None and pending[0] is function
+        if matched:
+            attributes = pending[1]  # type: ignore[index]
         if context.is_streaming:
             attributes = {**(attributes or {}), "streaming": True}
         scope = call_scope(
@@ -249,8 +250,9 @@ def _begin_function(context: FunctionInvocationContext) -> call_scope | None:
     scope.enter()  # logs its own errors; raises only under the user's "error" no-session policy
     if not scope.recording:
         return None
-    if pending is not None:
-        # Whatever this function calls is not the model's tool call any more.
+    if matched:
+        # Whatever this function calls is not the model's tool call any more
+        # (the auto filter's reset restores the context afterwards).
         _auto_call.set(None)
     if function.is_prompt:
         _prompt_calls.add(scope.rec[0])  # type: ignore[index]
@@ -304,7 +306,7 @@ async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Ca
         return
     token = None
     try:
-        call = getattr(context, "function_call_content", None)  # SK >= 1.3x; absent in older releases
+        call = getattr(context, "function_call_content", None)  # absent in SK 1.30
         attributes: dict[str, Any] = {
             "auto_invoked": True,
             "request_index": context.request_sequence_index,

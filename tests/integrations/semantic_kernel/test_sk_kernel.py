@@ -327,3 +327,26 @@ async def test_by_name_kernel_and_arguments_parameters_still_work(store: Any, in
     assert "_session" not in json.dumps(schema)
     assert set(schema["properties"]) == {p.name for p in expected if p.name != "_session"}
     assert named(calls(store, h.session_id), "lib.with_kernel")[0].status == "ok"
+
+
+async def test_function_called_by_an_auto_invoked_function_is_its_child(store: Any, instrumented: None) -> None:
+    class Outer:
+        @kernel_function
+        async def plan(self, kernel: Kernel, city: str) -> str:
+            inner = await kernel.invoke(plugin_name="weather", function_name="forecast", city=city)
+            return f"plan: {inner}"
+
+    service = ScriptedChatService(default_step=tools_then_answer([("outer", "plan", {"city": "Riga"})], "ok"))
+    kernel, _ = make_kernel(service)
+    kernel.add_plugin(Outer(), "outer")
+    # `kernel` must not be offered to the model for SK to auto-invoke the function
+    for p in kernel.get_function("outer", "plan").metadata.parameters:
+        if p.name == "kernel":
+            p.include_in_function_choices = False
+            p.is_required = False
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke_prompt("?", arguments=auto_arguments())
+    records = calls(store, h.session_id)
+    plan, forecast = only(records, "outer.plan"), only(records, "weather.forecast")
+    assert plan.output == "plan: sunny in Riga" and plan.attributes and plan.attributes["auto_invoked"]
+    assert forecast.parent_id == plan.call_id and not (forecast.attributes or {}).get("auto_invoked")
