@@ -23,10 +23,12 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
+# langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test.
+# semantic_kernel: SK 1.30 imports httpx, which the newest openai no longer installs.
 TEST_EXTRAS: dict[str, list[str]] = {
     "langgraph": ["langgraph-checkpoint-sqlite>=2.0"],
     "crewai": [],
-    "semantic_kernel": [],
+    "semantic_kernel": ["httpx"],
 }
 EXTRAS = {"langgraph": "langgraph", "crewai": "crewai", "semantic_kernel": "semantic-kernel"}
 

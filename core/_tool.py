@@ -84,6 +84,14 @@ def _decorate(func: F, name: str | None = None) -> F:
         wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
             parameters=[p for p in params if p.name != "_session"]
         )
+    # A framework decorator applied before this one may have stored parameter
+    # metadata listing `_session` (Semantic Kernel's @kernel_function keeps it in
+    # __kernel_function_parameters__); update_wrapper copied it, so drop it here.
+    framework_params = wrapper.__dict__.get("__kernel_function_parameters__")
+    if isinstance(framework_params, list):
+        wrapper.__kernel_function_parameters__ = [  # type: ignore[attr-defined]
+            p for p in framework_params if not (isinstance(p, dict) and p.get("name") == "_session")
+        ]
     wrapper.__openprogram_tool__ = tool_name  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 

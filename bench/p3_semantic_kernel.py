@@ -1,0 +1,168 @@
+"""Benchmark P3: Semantic Kernel auto function calling, uninstrumented vs openprogram vs SK's OpenTelemetry diagnostics.
+
+Workload: one offline ``kernel.invoke_prompt`` whose (scripted) model asks for 3
+function calls in one turn — SK runs them concurrently — and then answers; 100
+runs per sample. The three modes are interleaved round by round in one process
+and compared by the median of their per-round times:
+
+- ``baseline``: SK alone (no openprogram adapter, SK telemetry off);
+- ``openprogram``: ``openprogram.instrument()``, inside a ``session_context`` on
+  a SQLite store (records: 1 prompt function + 1 chat request + 3 functions per run);
+- ``sk_otel``: no openprogram; SK's own diagnostics on
+  (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true``) with an
+  OpenTelemetry SDK tracer provider exporting to an in-memory exporter.
+
+How SK diagnostics are toggled inside one process: SK reads the environment
+variable once, at import, into module-level ``MODEL_DIAGNOSTICS_SETTINGS``
+objects, and traces through module-level ``tracer`` objects taken from the
+global provider at import. This script sets the variable before importing SK,
+then switches per mode by setting ``enable_otel_diagnostics`` on those settings
+objects and pointing the module ``tracer`` globals at either a no-op tracer or
+the SDK tracer (a private ``TracerProvider``, never the global one).
+
+Run: ``python bench/p3_semantic_kernel.py [--runs 100] [--rounds 15]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
+os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram-bench-"))
+
+import openprogram
+from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from semantic_kernel import Kernel
+from semantic_kernel.connectors.ai import chat_completion_client_base
+from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
+from semantic_kernel.functions import KernelArguments, kernel_function
+from semantic_kernel.utils.telemetry.agent_diagnostics import decorators as agent_decorators
+from semantic_kernel.utils.telemetry.model_diagnostics import decorators as model_decorators
+from semantic_kernel.utils.telemetry.model_diagnostics import function_tracer
+
+kernel_function_module = sys.modules["semantic_kernel.functions.kernel_function"]
+TRACED_MODULES = [kernel_function_module, chat_completion_client_base, model_decorators, agent_decorators]
+SETTINGS = [model_decorators.MODEL_DIAGNOSTICS_SETTINGS, agent_decorators.MODEL_DIAGNOSTICS_SETTINGS,
+            function_tracer.MODEL_DIAGNOSTICS_SETTINGS]  # fmt: skip
+
+exporter = InMemorySpanExporter()
+sdk_provider = TracerProvider()
+sdk_provider.add_span_processor(SimpleSpanProcessor(exporter))
+NOOP = trace.NoOpTracer()
+
+
+def sk_diagnostics(on: bool) -> None:
+    for settings in SETTINGS:
+        settings.enable_otel_diagnostics = on
+    for module in TRACED_MODULES:
+        module.tracer = sdk_provider.get_tracer(module.__name__) if on else NOOP  # type: ignore[attr-defined]
+
+
+class Trip:
+    @kernel_function(description="forecast")
+    def forecast(self, city: str) -> str:
+        return f"sunny in {city}"
+
+    @kernel_function(description="trains")
+    async def trains(self, city: str) -> str:
+        return f"3 trains to {city}"
+
+    @kernel_function(description="hotels")
+    async def hotels(self, city: str) -> list[str]:
+        return [f"{city} Central", f"{city} Harbour"]
+
+
+CALLS = [("trip", "forecast", {"city": "Oslo"}), ("trip", "trains", {"city": "Oslo"}),
+         ("trip", "hotels", {"city": "Oslo"})]  # fmt: skip
+
+
+def make_kernel() -> tuple[Kernel, KernelArguments]:
+    kernel = Kernel()
+    kernel.add_plugin(Trip(), "trip")
+    kernel.add_service(ScriptedChatService(default_step=tools_then_answer(CALLS, "a fine trip")))
+    settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto())
+    return kernel, KernelArguments(settings=settings)
+
+
+async def runs(kernel: Kernel, arguments: KernelArguments, n: int) -> tuple[float, float]:
+    """Wall and process-CPU seconds for ``n`` runs (CPU includes openprogram's writer thread)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        result = await kernel.invoke_prompt("Plan a trip to Oslo.", arguments=arguments)
+        assert str(result) == "a fine trip"
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+async def sample(mode: str, kernel: Kernel, arguments: KernelArguments, n: int, store: Any) -> tuple[float, float]:
+    if mode == "openprogram":
+        openprogram.instrument("semantic_kernel")
+        try:
+            async with openprogram.session_context(store=store):
+                return await runs(kernel, arguments, n)  # the exit flush is outside the timing
+        finally:
+            openprogram.uninstrument("semantic_kernel")
+    if mode == "sk_otel":
+        sk_diagnostics(True)
+        try:
+            return await runs(kernel, arguments, n)
+        finally:
+            sk_diagnostics(False)
+            exporter.clear()
+    return await runs(kernel, arguments, n)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--store", default=None, help="store URL (default: a SQLite file in a temporary home)")
+    args = parser.parse_args()
+    sk_diagnostics(False)
+    store = openprogram.open_store(args.store or f"sqlite:///{os.environ['OPENPROGRAM_HOME']}/bench.db")
+    kernel, arguments = make_kernel()
+    modes = ["baseline", "openprogram", "sk_otel"]
+    for mode in modes:  # warm-up: imports, pydantic schemas, the store
+        await sample(mode, kernel, arguments, 10, store)
+    exporter.clear()
+    sk_diagnostics(True)
+    await runs(kernel, arguments, 1)
+    spans = len(exporter.get_finished_spans())
+    sk_diagnostics(False)
+    exporter.clear()
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    for r in range(args.rounds):
+        order = modes[r % 3 :] + modes[: r % 3]  # rotate so no mode always runs first
+        for mode in order:
+            w, c = await sample(mode, kernel, arguments, args.runs, store)
+            wall[mode].append(w)
+            cpu[mode].append(c)
+    print(f"P3 semantic_kernel: {args.runs} auto-function-calling runs (3 parallel calls/turn) x {args.rounds} rounds,")
+    print(f"  interleaved; medians per round; store {store.url}; SK diagnostics exported {spans} spans per run")
+    for label, times in (("wall", wall), ("cpu", cpu)):
+        median = {m: statistics.median(t) for m, t in times.items()}
+        for mode in modes:
+            print(f"  {label:<4} {mode:<12} {median[mode] * 1e3:8.2f} ms / {args.runs} runs "
+                  f"({median[mode] / args.runs * 1e6:7.1f} us/run)")  # fmt: skip
+        op = median["openprogram"] / median["baseline"]
+        otel = median["sk_otel"] / median["baseline"]
+        print(f"  {label:<4} ratio openprogram/baseline = {op:.3f} ({100 * (op - 1):+.1f} %; target <= +3 %)")
+        print(f"  {label:<4} ratio sk_otel/baseline     = {otel:.3f} ({100 * (otel - 1):+.1f} %)")
+        print(f"  {label:<4} ratio openprogram/sk_otel  = {median['openprogram'] / median['sk_otel']:.3f}")
+    openprogram.flush()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,731 @@
+"""Semantic Kernel adapter: every kernel function, chat request, agent and orchestration in the session DAG.
+
+After ``openprogram.instrument()``, every ``Kernel`` — including kernels, agents and
+clones built earlier — records each function execution as a ``function`` call
+named ``plugin.function``, with its arguments and result, under the call that
+was running when it started. The hooks:
+
+- ``KernelFilterExtension.construct_call_stack`` is wrapped so that our
+  function-invocation and auto-function-invocation filters are the outermost
+  filters of every call stack. Nothing is added to a kernel's filter lists, so
+  filters can never be added twice and ``uninstrument()`` leaves no trace.
+- ``ChatCompletionClientBase.get_chat_message_contents`` / ``..._streaming_...``
+  record each chat request not made by a prompt function (agents, direct use)
+  as a ``call`` named ``chat:<model>``. The chat/prompt call — that call, or the
+  prompt function — is the parent of the functions the model asked for; the
+  several calls of one model turn, run concurrently by SK, share it.
+- ``ChatCompletionAgent`` (``get_response``, ``invoke``, ``invoke_stream``),
+  ``AgentGroupChat`` and orchestrations (``OrchestrationBase.invoke``) record
+  ``agent`` / ``call`` calls.
+- ``InProcessRuntime``: each send/publish envelope keeps a snapshot of the
+  sender's context (:func:`openprogram.propagate`) and the handler runs in it,
+  so a message is handled in the session that sent it — also when sessions
+  share one runtime (SK alone runs handlers in the context of ``runtime.start()``).
+
+Streaming bodies (async generators iterated after the filter returned) get the
+session and their call re-installed around each step. Errors in this module are
+logged on the ``openprogram`` logger and never raised into SK; the user's
+exceptions pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import threading
+from collections.abc import AsyncGenerator, Callable, Generator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from openprogram._context import SessionHandle, call_var, session_var
+from openprogram._instrument import DidNotEnable, Integration
+from openprogram._propagation import propagate
+from openprogram._recorder import _reset, call_scope, end_call
+
+if TYPE_CHECKING:
+    from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
+        AutoFunctionInvocationContext,
+    )
+    from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
+
+__all__ = ["LOWEST_VERSION", "SemanticKernelIntegration"]
+
+logger = logging.getLogger("openprogram")
+
+FRAMEWORK = "semantic_kernel"
+#: The lowest semantic-kernel release the adapter supports (tested by the nox session):
+#: agent orchestrations and InProcessRuntime first shipped in 1.30.0.
+LOWEST_VERSION = (1, 30, 0)
+_MAX_ITEMS = 100
+_MAX_TEXT_CHUNKS = 1000
+_ENVELOPE_ATTR = "_openprogram_spawn"
+
+_active = False
+_logged: set[str] = set()
+_logged_lock = threading.Lock()
+
+# What the auto-function-invocation filter knows about the function it is about
+# to run (the model's tool call); read by the function-invocation filter of that
+# very function, cleared for anything it calls in turn.
+_auto_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar("openprogram.sk.auto_call", default=None)
+# Calls of prompt functions now running. A chat request made directly under one
+# is not recorded separately: the prompt function is that chat/prompt call, and
+# the functions the model asks for become its children.
+_prompt_calls: set[str] = set()
+# The group chat whose invoke is running, so a nested invoke is not recorded twice.
+_group_chat: ContextVar[int | None] = ContextVar("openprogram.sk.group_chat", default=None)
+
+
+def _log_once(what: str) -> None:
+    """Log an instrumentation error once per place, with its traceback."""
+    with _logged_lock:
+        first = what not in _logged
+        _logged.add(what)
+    if first:
+        logger.exception("openprogram: semantic_kernel instrumentation failed in %s; the kernel is unaffected", what)
+    else:
+        logger.debug("openprogram: semantic_kernel instrumentation failed again in %s", what, exc_info=True)
+
+
+# --- streaming bodies ---------------------------------------------------------------
+
+
+class _Stream:
+    """A call that stays open while a generator produced under it is iterated."""
+
+    __slots__ = ("count", "handle", "items", "rec", "text")
+
+    def __init__(self, handle: SessionHandle, rec: tuple[Any, ...]) -> None:
+        self.handle = handle
+        self.rec = rec
+        self.items: list[Any] = []
+        self.count = 0
+        self.text: list[str] | None = None
+
+    def add(self, item: Any) -> None:
+        self.count += 1
+        if self.text is not None or _is_content(item):
+            # Streamed SK content (chunks of a completion): record the text, not the objects.
+            if self.text is None:
+                self.text = []
+            if len(self.text) < _MAX_TEXT_CHUNKS:
+                self.text.append(_content_text(item))
+        elif len(self.items) < _MAX_ITEMS:
+            self.items.append(item)
+
+    def output(self) -> dict[str, Any]:
+        if self.text is not None:
+            return {"text": "".join(self.text), "count": self.count}
+        return {"yielded": self.items, "count": self.count}
+
+    def end(self, exc: BaseException | None) -> None:
+        _prompt_calls.discard(self.rec[0])
+        try:
+            end_call(self.rec, exc, self.output())
+        except Exception:
+            _log_once("ending a streamed call")
+
+
+def _is_content(item: Any) -> bool:
+    if isinstance(item, list):
+        return bool(item) and hasattr(item[0], "content_type")
+    return hasattr(item, "content_type")
+
+
+def _content_text(item: Any) -> str:
+    try:
+        if isinstance(item, list):
+            return "".join(str(part) for part in item)
+        return str(item)
+    except Exception:
+        return ""
+
+
+def _detach(scope: call_scope) -> _Stream | None:
+    """Restore the context a scope changed but keep its call open, for a stream that outlives it."""
+    rec, handle = scope.rec, scope.handle
+    scope.rec = None  # exit() now only restores the context
+    scope.exit()
+    if rec is None or handle is None:
+        return None
+    return _Stream(handle, rec)
+
+
+async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> AsyncGenerator[Any, Any]:
+    """Iterate ``agen`` with the stream's session and call current in every step; end the call at the end."""
+    handle, call_id = stream.handle, stream.rec[0]
+    while True:
+        s_token = session_var.set(handle)
+        c_token = call_var.set(call_id)
+        try:
+            item = await agen.__anext__()
+        except StopAsyncIteration:
+            stream.end(None)
+            return
+        except BaseException as exc:
+            stream.end(exc)
+            raise
+        finally:
+            _reset(call_var, c_token)
+            _reset(session_var, s_token)
+        stream.add(item)
+        try:
+            yield item
+        except BaseException as exc:  # closed or thrown into by the consumer
+            s_token = session_var.set(handle)
+            c_token = call_var.set(call_id)
+            try:
+                await agen.aclose()
+            finally:
+                _reset(call_var, c_token)
+                _reset(session_var, s_token)
+                stream.end(exc)
+            raise
+
+
+def _traced_gen(gen: Generator[Any, Any, Any], stream: _Stream) -> Generator[Any, Any, Any]:
+    """The sync-generator counterpart of :func:`_traced_agen`."""
+    handle, call_id = stream.handle, stream.rec[0]
+    while True:
+        s_token = session_var.set(handle)
+        c_token = call_var.set(call_id)
+        try:
+            item = next(gen)
+        except StopIteration:
+            stream.end(None)
+            return
+        except BaseException as exc:
+            stream.end(exc)
+            raise
+        finally:
+            _reset(call_var, c_token)
+            _reset(session_var, s_token)
+        stream.add(item)
+        try:
+            yield item
+        except BaseException as exc:
+            s_token = session_var.set(handle)
+            c_token = call_var.set(call_id)
+            try:
+                gen.close()
+            finally:
+                _reset(call_var, c_token)
+                _reset(session_var, s_token)
+                stream.end(exc)
+            raise
+
+
+# --- kernel function filters -----------------------------------------------------------
+
+
+def _function_name(function: Any) -> str:
+    metadata = function.metadata
+    plugin = metadata.plugin_name
+    return f"{plugin}.{metadata.name}" if plugin else str(metadata.name)
+
+
+def _begin_function(context: FunctionInvocationContext) -> call_scope | None:
+    """The entered scope of a function call, or None when it runs unrecorded."""
+    try:
+        function = context.function
+        attributes: dict[str, Any] | None = None
+        pending = _auto_call.get()
+        matched = pending is not None and pending[0] is function
+        if matched:
+            attributes = pending[1]  # type: ignore[index]
+        if context.is_streaming:
+            attributes = {**(attributes or {}), "streaming": True}
+        scope = call_scope(
+            "function",
+            _function_name(function),
+            framework=FRAMEWORK,
+            inputs=context.arguments,
+            attributes=attributes,
+        )
+    except Exception:
+        _log_once("the function-invocation filter (start)")
+        return None
+    scope.enter()  # logs its own errors; raises only under the user's "error" no-session policy
+    if not scope.recording:
+        return None
+    if matched:
+        # Whatever this function calls is not the model's tool call any more
+        # (the auto filter's reset restores the context afterwards).
+        _auto_call.set(None)
+    if function.is_prompt:
+        _prompt_calls.add(scope.rec[0])  # type: ignore[index]
+    return scope
+
+
+def _function_output(context: FunctionInvocationContext) -> Any:
+    result = context.result
+    if result is None:
+        return None
+    if context.function.is_prompt:
+        return str(result)  # the completion text, not the full message objects
+    return result.value
+
+
+async def _function_filter(context: FunctionInvocationContext, next: Callable[[Any], Any]) -> None:
+    """Outermost function-invocation filter: one ``function`` call per function execution."""
+    if not _active:
+        await next(context)
+        return
+    scope = _begin_function(context)
+    if scope is None:
+        await next(context)
+        return
+    call_id = scope.rec[0]  # type: ignore[index]
+    try:
+        await next(context)
+    except BaseException as exc:
+        _prompt_calls.discard(call_id)
+        scope.exit(exc)
+        raise
+    try:
+        result = context.result
+        value = result.value if result is not None else None
+        if context.is_streaming and (inspect.isasyncgen(value) or inspect.isgenerator(value)):
+            stream = _detach(scope)
+            if stream is not None and result is not None:
+                result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
+            return
+        _prompt_calls.discard(call_id)
+        scope.set_output(_function_output(context))
+    except Exception:
+        _log_once("the function-invocation filter (end)")
+    scope.exit()
+
+
+async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Callable[[Any], Any]) -> None:
+    """Outermost auto-function-invocation filter: tells the function filter it runs a model's tool call."""
+    if not _active:
+        await next(context)
+        return
+    token = None
+    try:
+        call = getattr(context, "function_call_content", None)  # absent in SK 1.30
+        attributes: dict[str, Any] = {
+            "auto_invoked": True,
+            "request_index": context.request_sequence_index,
+            "function_index": context.function_sequence_index,
+            "function_count": context.function_count,
+        }
+        if call is not None and call.id:
+            attributes["tool_call_id"] = call.id
+        token = _auto_call.set((context.function, attributes))
+    except Exception:
+        _log_once("the auto-function-invocation filter")
+    try:
+        await next(context)
+    finally:
+        if token is not None:
+            _reset(_auto_call, token)
+
+
+def _wrap_construct_call_stack(original: Callable[..., Any]) -> Callable[..., Any]:
+    from semantic_kernel.filters.filter_types import FilterTypes
+
+    function_type = FilterTypes.FUNCTION_INVOCATION
+    auto_type = FilterTypes.AUTO_FUNCTION_INVOCATION
+
+    def construct_call_stack(self: Any, filter_type: Any, inner_function: Callable[..., Any]) -> Any:
+        stack = original(self, filter_type, inner_function)
+        if not _active:
+            return stack
+        # Not functools.partial(filter, next=stack): a closure is cheaper to call.
+        if filter_type == function_type:
+
+            async def function_stack(context: Any) -> None:
+                await _function_filter(context, stack)
+
+            return function_stack
+        if filter_type == auto_type:
+
+            async def auto_stack(context: Any) -> None:
+                await _auto_function_filter(context, stack)
+
+            return auto_stack
+        return stack
+
+    construct_call_stack.__wrapped__ = original  # type: ignore[attr-defined]
+    construct_call_stack.__doc__ = original.__doc__
+    return construct_call_stack
+
+
+# --- chat requests, agents, group chats ------------------------------------------------------
+
+
+def _chat_name(service: Any) -> str:
+    try:
+        return f"chat:{service.ai_model_id}"
+    except Exception:
+        return "chat"
+
+
+def _messages_text(messages: Any) -> Any:
+    try:
+        return [str(message) for message in messages]
+    except Exception:
+        return None
+
+
+def _chat_attributes(service: Any, chat_history: Any) -> dict[str, Any] | None:
+    try:
+        return {"service": type(service).__name__, "messages": len(chat_history.messages)}
+    except Exception:
+        return None
+
+
+def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def get_chat_message_contents(self: Any, chat_history: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _active or call_var.get() in _prompt_calls:
+            return await original(self, chat_history, *args, **kwargs)
+        try:
+            scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
+                               attributes=_chat_attributes(self, chat_history))  # fmt: skip
+        except Exception:
+            _log_once("a chat request")
+            return await original(self, chat_history, *args, **kwargs)
+        scope.enter()
+        try:
+            result = await original(self, chat_history, *args, **kwargs)
+        except BaseException as exc:
+            scope.exit(exc)
+            raise
+        if scope.recording:
+            scope.set_output(_messages_text(result))
+        scope.exit()
+        return result
+
+    return _wraps(get_chat_message_contents, original)
+
+
+def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any] | None]]) -> _Stream | None:
+    """Begin a call for an async generator about to run; None when unrecorded.
+
+    ``describe`` returns the call's name, inputs and attributes (called here, so its errors are contained).
+    """
+    try:
+        name, inputs, attributes = describe()
+        scope = call_scope(kind, name, framework=FRAMEWORK, inputs=inputs, attributes=attributes)
+    except Exception:
+        _log_once(f"starting a streamed {kind} call")
+        return None
+    return _detach(scope.enter())
+
+
+def _driven(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
+    """``agen``, run under the stream's call when there is one."""
+    return agen if stream is None else _traced_agen(agen, stream)
+
+
+def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def get_streaming_chat_message_contents(
+        self: Any, chat_history: Any, *args: Any, **kwargs: Any
+    ) -> AsyncGenerator[Any, Any]:
+        agen = original(self, chat_history, *args, **kwargs)
+        stream = (
+            _open_stream("call", lambda: (_chat_name(self), None, _chat_attributes(self, chat_history)))
+            if _active and call_var.get() not in _prompt_calls
+            else None
+        )
+        inner = _driven(agen, stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
+
+    return _wraps(get_streaming_chat_message_contents, original)
+
+
+def _agent_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    # `messages` is positional-or-keyword in recent SK, keyword-only in older releases.
+    messages = args[0] if args else kwargs.get("messages")
+    if messages is None:
+        return None
+    if isinstance(messages, list):
+        return {"messages": [str(m) for m in messages]}
+    return {"messages": str(messages)}
+
+
+def _agent_name(agent: Any) -> str:
+    try:
+        return str(agent.name)
+    except Exception:
+        return type(agent).__name__
+
+
+def _wrap_agent_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def get_response(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return await original(self, *args, **kwargs)
+        try:
+            scope = call_scope("agent", _agent_name(self), framework=FRAMEWORK, inputs=_agent_inputs(args, kwargs))
+        except Exception:
+            _log_once("ChatCompletionAgent.get_response")
+            return await original(self, *args, **kwargs)
+        scope.enter()
+        try:
+            result = await original(self, *args, **kwargs)
+        except BaseException as exc:
+            scope.exit(exc)
+            raise
+        if scope.recording:
+            scope.set_output(_messages_text([getattr(result, "message", result)]))
+        scope.exit()
+        return result
+
+    return _wraps(get_response, original)
+
+
+def _wrap_agent_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def invoke(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        agen = original(self, *args, **kwargs)
+        stream = (
+            _open_stream("agent", lambda: (_agent_name(self), _agent_inputs(args, kwargs), None)) if _active else None
+        )
+        inner = _driven(agen, stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
+
+    return _wraps(invoke, original)
+
+
+def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def invoke(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        agen = original(self, *args, **kwargs)
+        if not _active or _group_chat.get() == id(self):
+            inner = _driven(agen, None)
+            try:
+                async for item in inner:
+                    yield item
+            finally:
+                await inner.aclose()  # also when closed early
+            return
+        token = _group_chat.set(id(self))
+        try:
+            stream = _open_stream("call", lambda: (type(self).__name__, None, None))
+        finally:
+            _reset(_group_chat, token)
+        # Steps see the group chat as running: its nested invokes are not recorded again.
+        inner = _driven(_marking(agen, id(self)), stream)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()  # also when closed early
+
+    return _wraps(invoke, original)
+
+
+async def _marking(agen: AsyncGenerator[Any, Any], marker: int) -> AsyncGenerator[Any, Any]:
+    """Run each step of ``agen`` with ``_group_chat`` set to ``marker``."""
+    try:
+        while True:
+            token = _group_chat.set(marker)
+            try:
+                item = await agen.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                _reset(_group_chat, token)
+            yield item
+    finally:
+        await agen.aclose()
+
+
+# --- orchestrations and the in-process runtime --------------------------------------------------
+
+_watchers: set[asyncio.Task[None]] = set()
+
+
+def _wrap_orchestration(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def invoke(self: Any, task: Any, runtime: Any) -> Any:
+        if not _active:
+            return await original(self, task, runtime)
+        try:
+            inputs = {"task": task if isinstance(task, str) else str(task)}
+            scope = call_scope("call", type(self).__name__, framework=FRAMEWORK, inputs=inputs)
+        except Exception:
+            _log_once("OrchestrationBase.invoke")
+            return await original(self, task, runtime)
+        # The orchestration's messages are sent while its call is current, so
+        # every agent it runs (in the runtime's tasks) is attributed to it.
+        scope.enter()
+        try:
+            result = await original(self, task, runtime)
+        except BaseException as exc:
+            scope.exit(exc)
+            raise
+        stream = _detach(scope)
+        if stream is not None:
+            try:
+                watcher = asyncio.ensure_future(_end_when_done(result, stream.rec))
+                _watchers.add(watcher)
+                watcher.add_done_callback(_watchers.discard)
+            except Exception:
+                _log_once("watching an orchestration result")
+        return result
+
+    return _wraps(invoke, original)
+
+
+async def _end_when_done(result: Any, rec: tuple[Any, ...]) -> None:
+    try:
+        await result.event.wait()
+    except BaseException as exc:
+        end_call(rec, exc)
+        raise
+    error: BaseException | None = result.exception
+    if error is None and result.value is None and result.cancellation_token.is_cancelled():
+        error = asyncio.CancelledError("orchestration cancelled")
+    value = result.value
+    end_call(rec, error, _messages_text(value) if isinstance(value, list) else value)
+
+
+def _wrap_envelope_init(original: Callable[..., Any]) -> Callable[..., Any]:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        if _active:
+            try:
+                # Built by send_message/publish_message in the sender's task: its context.
+                self.__dict__[_ENVELOPE_ATTR] = propagate(asyncio.ensure_future)
+            except Exception:
+                _log_once("snapshotting a runtime envelope")
+
+    return _wraps(__init__, original)
+
+
+def _wrap_process(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def process(self: Any, message_envelope: Any) -> None:
+        spawn = message_envelope.__dict__.get(_ENVELOPE_ATTR) if _active else None
+        coro = original(self, message_envelope)
+        if spawn is None:
+            return await coro  # type: ignore[no-any-return]
+        try:
+            # A task created inside the sender's context: the handler runs there.
+            task = spawn(coro)
+        except Exception:
+            _log_once("re-installing a runtime envelope's context")
+            return await coro  # type: ignore[no-any-return]
+        return await task  # type: ignore[no-any-return]
+
+    return _wraps(process, original)
+
+
+def _wraps(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        with contextlib.suppress(AttributeError):
+            setattr(wrapper, attr, getattr(original, attr))
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
+# --- the integration ---------------------------------------------------------------------------
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+class SemanticKernelIntegration(Integration):
+    """Records Semantic Kernel functions, chat requests, agents and orchestrations."""
+
+    identifier = "semantic_kernel"
+    extra = "semantic-kernel"
+
+    def __init__(self) -> None:
+        self._patches: list[tuple[type, str, Any]] = []  # (class, attribute, what was in its __dict__)
+
+    def _targets(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
+        from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+        from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
+
+        targets: list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+            (KernelFilterExtension, "construct_call_stack", _wrap_construct_call_stack),
+            (ChatCompletionClientBase, "get_chat_message_contents", _wrap_chat),
+            (ChatCompletionClientBase, "get_streaming_chat_message_contents", _wrap_chat_stream),
+        ]
+        try:
+            from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent
+
+            targets += [
+                (ChatCompletionAgent, "get_response", _wrap_agent_call),
+                (ChatCompletionAgent, "invoke", _wrap_agent_stream),
+                (ChatCompletionAgent, "invoke_stream", _wrap_agent_stream),
+                (AgentGroupChat, "invoke", _wrap_group_chat),
+                (AgentGroupChat, "invoke_stream", _wrap_group_chat),
+            ]
+        except ImportError:
+            logger.debug("openprogram: semantic_kernel agents not available; not recording agents")
+        try:
+            from semantic_kernel.agents.orchestration.orchestration_base import OrchestrationBase
+            from semantic_kernel.agents.runtime.in_process.in_process_runtime import (
+                InProcessRuntime,
+                PublishMessageEnvelope,
+                SendMessageEnvelope,
+            )
+
+            targets += [
+                (OrchestrationBase, "invoke", _wrap_orchestration),
+                (SendMessageEnvelope, "__init__", _wrap_envelope_init),
+                (PublishMessageEnvelope, "__init__", _wrap_envelope_init),
+                (InProcessRuntime, "_process_send", _wrap_process),
+                (InProcessRuntime, "_process_publish", _wrap_process),
+            ]
+        except ImportError:
+            logger.debug("openprogram: semantic_kernel orchestrations not available; not recording them")
+        return targets
+
+    def setup(self) -> None:
+        global _active
+        try:
+            import semantic_kernel
+        except ImportError as exc:
+            raise self.missing("semantic_kernel") from exc
+        version = getattr(semantic_kernel, "__version__", "0")
+        if _version_tuple(version) < LOWEST_VERSION:
+            lowest = ".".join(map(str, LOWEST_VERSION))
+            raise DidNotEnable(
+                f"semantic_kernel: semantic-kernel {version} is too old (need >= {lowest}); "
+                f"pip install 'openprogram[{self.extra}]'"
+            )
+        targets = self._targets()
+        try:
+            for cls, attr, make in targets:
+                missing = object()
+                own = cls.__dict__.get(attr, missing)
+                original = getattr(cls, attr)
+                setattr(cls, attr, make(original))
+                self._patches.append((cls, attr, None if own is missing else own))
+        except Exception:
+            self._restore()
+            raise
+        _active = True
+
+    def teardown(self) -> None:
+        global _active
+        _active = False
+        self._restore()
+
+    def _restore(self) -> None:
+        while self._patches:
+            cls, attr, own = self._patches.pop()
+            try:
+                if own is None:
+                    delattr(cls, attr)
+                else:
+                    setattr(cls, attr, own)
+            except Exception:
+                logger.exception("openprogram: could not restore %s.%s", cls.__qualname__, attr)

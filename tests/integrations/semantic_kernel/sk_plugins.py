@@ -1,0 +1,88 @@
+"""Native plugins used by the tests (no `from __future__ import annotations`: SK reads real annotations)."""
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import openprogram
+from openprogram import get_current_session
+from openprogram._context import current_call_id
+from openprogram.stores import CallRecord, Store
+from semantic_kernel.functions import kernel_function
+
+
+class Boom(Exception):
+    """The user's own exception."""
+
+
+class Weather:
+    """Records, for each call, which session and call were current inside the function body."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any, Any]] = []
+        self.raised: list[BaseException] = []
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Weather":
+        # Some SK releases deep-copy plugins when cloning a kernel: keep one recorder.
+        return self
+
+    def _note(self, what: str) -> None:
+        handle = get_current_session()
+        self.seen.append((what, handle.session_id if handle else None, current_call_id()))
+
+    @kernel_function(description="forecast for a city")
+    def forecast(self, city: str) -> str:
+        self._note(f"forecast {city}")
+        return f"sunny in {city}"
+
+    @kernel_function(description="temperature for a city")
+    async def temperature(self, city: str) -> int:
+        self._note(f"temperature {city}")
+        return 21
+
+    @kernel_function(description="fails")
+    def broken(self, city: str) -> str:
+        exc = Boom(f"no weather for {city}")
+        self.raised.append(exc)
+        raise exc
+
+    @kernel_function(description="streams words")
+    async def words(self, count: int) -> AsyncGenerator[str, None]:
+        for i in range(count):
+            self._note(f"words {i}")
+            yield f"w{i}"
+
+
+@openprogram.tool
+@kernel_function(description="tool under kernel_function")
+def lookup_outer(topic: str, _session: Any = None) -> str:
+    """@openprogram.tool applied over @kernel_function."""
+    return f"{topic}:{_session.session_id if _session else None}"
+
+
+@kernel_function(description="kernel_function over tool")
+@openprogram.tool
+def lookup_inner(topic: str, _session: Any = None) -> str:
+    """@kernel_function applied over @openprogram.tool."""
+    return f"{topic}:{_session.session_id if _session else None}"
+
+
+@kernel_function(description="uses the kernel and arguments by name")
+@openprogram.tool
+async def with_kernel(topic: str, kernel: Any, arguments: Any, _session: Any = None) -> str:
+    """SK passes `kernel` and `arguments` by name."""
+    return f"{topic}:{type(kernel).__name__}:{sorted(arguments)}"
+
+
+def calls(store: Store, session_id: str) -> list[CallRecord]:
+    openprogram.flush()
+    return store.list_calls(session_id)
+
+
+def named(records: list[CallRecord], name: str) -> list[CallRecord]:
+    return [r for r in records if r.name == name]
+
+
+def only(records: list[CallRecord], name: str) -> CallRecord:
+    found = named(records, name)
+    assert len(found) == 1, [(r.kind, r.name) for r in records]
+    return found[0]

@@ -1,0 +1,352 @@
+"""Kernel functions: invoke, streaming, prompts, auto function calling, errors, signatures, (un)instrument."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import openprogram
+import pytest
+from openprogram.integrations import semantic_kernel as adapter
+from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
+from semantic_kernel import Kernel
+from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
+from semantic_kernel.contents import ChatHistory
+from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
+    AutoFunctionInvocationContext,
+)
+from semantic_kernel.filters.filter_types import FilterTypes
+from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
+from semantic_kernel.functions import KernelArguments, kernel_function
+from sk_plugins import Weather, calls, lookup_inner, lookup_outer, named, only, with_kernel
+
+THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
+               ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
+
+
+def make_kernel(service: ScriptedChatService | None = None) -> tuple[Kernel, Weather]:
+    kernel = Kernel()
+    weather = Weather()
+    kernel.add_plugin(weather, "weather")
+    if service is not None:
+        kernel.add_service(service)
+    return kernel, weather
+
+
+def auto_arguments(**values: Any) -> KernelArguments:
+    settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto())
+    return KernelArguments(settings=settings, **values)
+
+
+async def test_invoke_records_function_with_arguments_and_result(store: Any, instrumented: None) -> None:
+    kernel, weather = make_kernel()
+    async with openprogram.session_context(store=store) as h:
+        result = await kernel.invoke(plugin_name="weather", function_name="forecast", city="Oslo")
+    assert str(result) == "sunny in Oslo"
+    records = calls(store, h.session_id)
+    fn = only(records, "weather.forecast")
+    assert (fn.kind, fn.framework, fn.status) == ("function", "semantic_kernel", "ok")
+    assert fn.inputs == {"city": "Oslo"} and fn.output == "sunny in Oslo"
+    assert fn.parent_id == h.turn_id or fn.parent_id == records[0].call_id
+    # the body ran with the session and its own call current
+    assert weather.seen == [("forecast Oslo", h.session_id, fn.call_id)]
+
+
+async def test_kernel_built_before_instrument_and_clones(store: Any) -> None:
+    kernel, _ = make_kernel()
+    clone = kernel.clone()
+    filters_before = list(kernel.function_invocation_filters)
+    openprogram.instrument("semantic_kernel")
+    openprogram.instrument("semantic_kernel")  # twice wraps once
+    try:
+        async with openprogram.session_context(store=store) as h:
+            await kernel.invoke(plugin_name="weather", function_name="forecast", city="A")
+            await clone.invoke(plugin_name="weather", function_name="forecast", city="B")
+            await kernel.clone().invoke(plugin_name="weather", function_name="temperature", city="C")
+    finally:
+        openprogram.uninstrument("semantic_kernel")
+    records = calls(store, h.session_id)
+    assert [r.inputs for r in named(records, "weather.forecast")] == [{"city": "A"}, {"city": "B"}]
+    assert len(named(records, "weather.temperature")) == 1
+    assert kernel.function_invocation_filters == filters_before  # nothing added to the kernel
+
+
+async def test_auto_function_calling_parallel_calls_share_the_chat_parent(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer(THREE_CALLS, "it is sunny"))
+    kernel, weather = make_kernel(service)
+    async with openprogram.session_context(store=store) as h:
+        result = await kernel.invoke_prompt("What is the weather?", arguments=auto_arguments())
+    assert str(result) == "it is sunny"
+    records = calls(store, h.session_id)
+    prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("weather."))
+    assert prompt.output == "it is sunny" and prompt.parent_id == records[0].call_id
+    assert not named(records, "chat:scripted-model")  # the prompt function is the chat call
+    functions = [r for r in records if r.name.startswith("weather.")]
+    assert len(functions) == 3
+    assert {r.parent_id for r in functions} == {prompt.call_id}
+    assert all(r.attributes and r.attributes["auto_invoked"] and r.attributes["request_index"] == 0
+               for r in functions)  # fmt: skip
+    assert sorted(r.attributes["function_index"] for r in functions) == [0, 1, 2]  # type: ignore[index]
+    # each body saw its own call, in the session
+    by_id = {r.call_id for r in functions}
+    assert {s[2] for s in weather.seen} == by_id and {s[1] for s in weather.seen} == {h.session_id}
+
+
+async def test_functions_run_concurrently_and_keep_their_own_call(store: Any, instrumented: None) -> None:
+    order: list[str] = []
+    gate = asyncio.Event()
+
+    class Slow:
+        from semantic_kernel.functions import kernel_function
+
+        @kernel_function
+        async def first(self) -> str:
+            order.append("first start")
+            await gate.wait()  # only released by `second`, so both must run at once
+            order.append(f"first {openprogram.current_call_id()}")
+            return "1"
+
+        @kernel_function
+        async def second(self) -> str:
+            order.append("second start")
+            gate.set()
+            return "2"
+
+    service = ScriptedChatService(default_step=tools_then_answer([("slow", "first", {}), ("slow", "second", {})]))
+    kernel = Kernel()
+    kernel.add_plugin(Slow(), "slow")
+    kernel.add_service(service)
+    async with openprogram.session_context(store=store) as h:
+        await asyncio.wait_for(kernel.invoke_prompt("go", arguments=auto_arguments()), 10)
+    records = calls(store, h.session_id)
+    first = only(records, "slow.first")
+    assert order[-1] == f"first {first.call_id}"
+    prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("slow."))
+    assert first.parent_id == only(records, "slow.second").parent_id == prompt.call_id
+
+
+async def test_chat_service_called_directly_is_the_parent(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(script=[calls_message(*THREE_CALLS[:2]), tools_then_answer([], "ok")])
+    kernel, _ = make_kernel(service)
+    history = ChatHistory()
+    history.add_user_message("hi")
+    settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto())
+    async with openprogram.session_context(store=store) as h:
+        await service.get_chat_message_content(history, settings, kernel=kernel)
+    records = calls(store, h.session_id)
+    chat = only(records, "chat:scripted-model")
+    assert chat.parent_id == h.turn_id or chat.parent_id == records[0].call_id
+    assert {r.parent_id for r in records if r.kind == "function"} == {chat.call_id}
+
+
+async def test_invoke_function_call_directly(store: Any, instrumented: None) -> None:
+    kernel, _ = make_kernel()
+    history = ChatHistory()
+    call = calls_message(("weather", "forecast", {"city": "Paris"})).items[0]
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke_function_call(call, history)  # type: ignore[arg-type]
+    fn = only(calls(store, h.session_id), "weather.forecast")
+    assert fn.output == "sunny in Paris" and fn.attributes and fn.attributes["auto_invoked"]
+    if "function_call_content" in AutoFunctionInvocationContext.model_fields:  # newer SK only
+        assert fn.attributes["tool_call_id"] == call.id  # type: ignore[union-attr]
+
+
+async def test_streaming_native_function_sees_the_session_in_every_step(store: Any, instrumented: None) -> None:
+    kernel, weather = make_kernel()
+    got = []
+    async with openprogram.session_context(store=store) as h:
+        outer = openprogram.current_call_id()
+        async for chunk in kernel.invoke_stream(plugin_name="weather", function_name="words", count=3):
+            got.append(chunk)
+            assert openprogram.current_call_id() == outer  # the consumer's context between steps
+    assert [str(c) for c in got] == ["w0", "w1", "w2"]
+    fn = only(calls(store, h.session_id), "weather.words")
+    assert fn.status == "ok" and fn.output == {"yielded": ["w0", "w1", "w2"], "count": 3}
+    assert weather.seen == [(f"words {i}", h.session_id, fn.call_id) for i in range(3)]
+
+
+async def test_invoke_prompt_stream_with_auto_calls(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer(THREE_CALLS, "streamed answer"))
+    kernel, weather = make_kernel(service)
+    text = ""
+    async with openprogram.session_context(store=store) as h:
+        async for chunk in kernel.invoke_prompt_stream("weather?", arguments=auto_arguments()):
+            text += str(chunk[0]) if isinstance(chunk, list) else str(chunk)
+    assert "streamed answer" in text
+    records = calls(store, h.session_id)
+    prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("weather."))
+    assert prompt.status == "ok" and "streamed answer" in prompt.output["text"]
+    assert not named(records, "chat:scripted-model")
+    functions = [r for r in records if r.name.startswith("weather.")]
+    assert len(functions) == 3 and {r.parent_id for r in functions} == {prompt.call_id}
+    assert {s[2] for s in weather.seen} == {r.call_id for r in functions}
+
+
+async def test_prompt_template_calling_native_function(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([], "templated"))
+    kernel, _ = make_kernel(service)
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke_prompt("Forecast: {{weather.forecast city='Lima'}}")
+    records = calls(store, h.session_id)
+    fn = only(records, "weather.forecast")
+    prompt = next(r for r in records if r.call_id == fn.parent_id)
+    assert prompt.kind == "function" and fn.inputs == {"city": "Lima"}
+    assert service.requests  # the rendered prompt reached the model
+
+
+async def test_function_exception_reaches_sk_unchanged_and_call_is_error(store: Any, instrumented: None) -> None:
+    kernel, weather = make_kernel()
+    seen_by_filter: list[BaseException] = []
+
+    async def user_filter(context: Any, next: Any) -> None:
+        try:
+            await next(context)
+        except Exception as exc:
+            seen_by_filter.append(exc)
+            raise
+
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, user_filter)
+    async with openprogram.session_context(store=store) as h:
+        with pytest.raises(Exception) as info:
+            await kernel.invoke(plugin_name="weather", function_name="broken", city="X")
+    raised = weather.raised[0]
+    assert seen_by_filter == [raised]  # the same object, through our outer filter
+    assert info.value is raised or info.value.__cause__ is raised
+    fn = only(calls(store, h.session_id), "weather.broken")
+    assert fn.status == "error" and "Boom: no weather for X" in (fn.error or "")
+
+
+async def test_auto_invoked_function_error_is_recorded_and_sk_recovers(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([("weather", "broken", {"city": "Y"})], "sorry"))
+    kernel, _ = make_kernel(service)
+    async with openprogram.session_context(store=store) as h:
+        result = await kernel.invoke_prompt("?", arguments=auto_arguments())
+    assert str(result) == "sorry"
+    assert only(calls(store, h.session_id), "weather.broken").status == "error"
+
+
+async def test_instrumentation_errors_never_break_a_kernel(
+    store: Any, instrumented: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any) -> str:
+        raise ValueError("bug in openprogram")
+
+    monkeypatch.setattr(adapter, "_function_name", broken)
+    monkeypatch.setattr(adapter, "_chat_name", broken)
+    service = ScriptedChatService(default_step=tools_then_answer(THREE_CALLS, "fine"))
+    kernel, weather = make_kernel(service)
+    with caplog.at_level(logging.ERROR, logger="openprogram"):
+        async with openprogram.session_context(store=store):
+            assert str(await kernel.invoke(plugin_name="weather", function_name="forecast", city="Z")) == "sunny in Z"
+            assert str(await kernel.invoke_prompt("?", arguments=auto_arguments())) == "fine"
+    assert len(weather.seen) == 4
+    assert any("semantic_kernel instrumentation failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_uninstrument_restores(store: Any) -> None:
+    from semantic_kernel.agents import ChatCompletionAgent
+    from semantic_kernel.agents.runtime.in_process.in_process_runtime import InProcessRuntime, SendMessageEnvelope
+    from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+
+    targets = [
+        (KernelFilterExtension, "construct_call_stack"),
+        (ChatCompletionClientBase, "get_chat_message_contents"),
+        (ChatCompletionAgent, "invoke"),
+        (InProcessRuntime, "_process_send"),
+        (SendMessageEnvelope, "__init__"),
+    ]
+    before = [cls.__dict__.get(attr) for cls, attr in targets]
+    openprogram.instrument("semantic_kernel")
+    assert [cls.__dict__.get(attr) for cls, attr in targets] != before
+    openprogram.uninstrument("semantic_kernel")
+    openprogram.uninstrument("semantic_kernel")  # idempotent
+    assert [cls.__dict__.get(attr) for cls, attr in targets] == before
+    kernel, _ = make_kernel()
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke(plugin_name="weather", function_name="forecast", city="Q")
+    assert [r.kind for r in calls(store, h.session_id)] == ["turn"]
+
+
+async def test_outside_any_session_still_recorded_in_implicit_session(instrumented: None) -> None:
+    kernel, weather = make_kernel()
+    await kernel.invoke(plugin_name="weather", function_name="forecast", city="Nowhere")
+    implicit = openprogram.implicit_session()
+    assert implicit is not None and weather.seen[0][1] == implicit.session_id
+
+
+# --- signatures -------------------------------------------------------------------------
+
+
+def _tool_schemas(service: ScriptedChatService) -> dict[str, Any]:
+    tools = service.requests[0]["tools"]
+    return {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+
+
+@pytest.mark.parametrize("function", [lookup_outer, lookup_inner], ids=["tool-outer", "tool-inner"])
+async def test_tool_under_kernel_function_keeps_session_out_of_schema(
+    store: Any, instrumented: None, function: Any
+) -> None:
+    name = function.__name__
+    service = ScriptedChatService(default_step=tools_then_answer([("lib", name, {"topic": "sk"})], "done"))
+    kernel = Kernel()
+    kernel.add_service(service)
+    kernel.add_function("lib", function)
+    metadata = kernel.get_function("lib", name).metadata
+    assert [p.name for p in metadata.parameters] == ["topic"]
+    async with openprogram.session_context(store=store) as h:
+        direct = await kernel.invoke(plugin_name="lib", function_name=name, topic="direct")
+        await kernel.invoke_prompt("?", arguments=auto_arguments())
+    schema = _tool_schemas(service)[f"lib-{name}"]
+    assert "_session" not in json.dumps(schema) and schema["required"] == ["topic"]
+    assert str(direct) == f"direct:{h.session_id}"  # invocable without _session; it received the session
+    records = calls(store, h.session_id)
+    functions = named(records, f"lib.{name}")
+    tools = [r for r in records if r.kind == "tool"]
+    assert len(functions) == 2 and len(tools) == 2
+    assert {t.parent_id for t in tools} == {f.call_id for f in functions}  # function -> tool
+    assert functions[1].output == f"sk:{h.session_id}"
+
+
+async def test_by_name_kernel_and_arguments_parameters_still_work(store: Any, instrumented: None) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([("lib", "with_kernel", {"topic": "t"})], "done"))
+    kernel = Kernel()
+    kernel.add_service(service)
+    kernel.add_function("lib", with_kernel)
+    async with openprogram.session_context(store=store) as h:
+        result = await kernel.invoke(plugin_name="lib", function_name="with_kernel", topic="x", extra=1)
+        await kernel.invoke_prompt("?", arguments=auto_arguments())
+    assert str(result) == "x:Kernel:['extra', 'topic']"  # SK passed kernel and arguments by name
+    schema = _tool_schemas(service)["lib-with_kernel"]
+    # exactly what SK renders for the same function without the tool (and so without _session)
+    plain = Kernel()
+    plain.add_function("lib", kernel_function(with_kernel.__wrapped__, name="with_kernel"))
+    expected = plain.get_function("lib", "with_kernel").metadata.parameters
+    assert "_session" not in json.dumps(schema)
+    assert set(schema["properties"]) == {p.name for p in expected if p.name != "_session"}
+    assert named(calls(store, h.session_id), "lib.with_kernel")[0].status == "ok"
+
+
+async def test_function_called_by_an_auto_invoked_function_is_its_child(store: Any, instrumented: None) -> None:
+    class Outer:
+        @kernel_function
+        async def plan(self, kernel: Kernel, city: str) -> str:
+            inner = await kernel.invoke(plugin_name="weather", function_name="forecast", city=city)
+            return f"plan: {inner}"
+
+    service = ScriptedChatService(default_step=tools_then_answer([("outer", "plan", {"city": "Riga"})], "ok"))
+    kernel, _ = make_kernel(service)
+    kernel.add_plugin(Outer(), "outer")
+    # `kernel` must not be offered to the model for SK to auto-invoke the function
+    for p in kernel.get_function("outer", "plan").metadata.parameters:
+        if p.name == "kernel":
+            p.include_in_function_choices = False
+            p.is_required = False
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke_prompt("?", arguments=auto_arguments())
+    records = calls(store, h.session_id)
+    plan, forecast = only(records, "outer.plan"), only(records, "weather.forecast")
+    assert plan.output == "plan: sunny in Riga" and plan.attributes and plan.attributes["auto_invoked"]
+    assert forecast.parent_id == plan.call_id and not (forecast.attributes or {}).get("auto_invoked")
