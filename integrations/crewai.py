@@ -152,8 +152,7 @@ def _opened(handle: Any, what: str) -> None:
 # --- streaming consumed outside the session ------------------------------------------
 
 
-def _drive_sync(iterator: Iterator[Any]) -> Iterator[Any]:
-    step = propagate(next)  # the context of the kickoff call, for every step (incl. the worker start)
+def _drive_sync(iterator: Iterator[Any], step: Callable[[Iterator[Any]], Any]) -> Iterator[Any]:
     while True:
         try:
             item = step(iterator)
@@ -162,10 +161,7 @@ def _drive_sync(iterator: Iterator[Any]) -> Iterator[Any]:
         yield item
 
 
-async def _drive_async(iterator: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    # Each step runs as a task created in the kickoff call's context, so a
-    # background task started by the first step inherits that context.
-    start = propagate(asyncio.ensure_future)
+async def _drive_async(iterator: AsyncIterator[Any], start: Callable[[Any], Any]) -> AsyncIterator[Any]:
     while True:
         try:
             item = await start(iterator.__anext__())
@@ -181,11 +177,14 @@ def _bind_stream(result: Any) -> Any:
             return result  # the run inside the stream opens its own session
         sync_it = getattr(result, "_sync_iterator", None)
         if sync_it is not None and not getattr(sync_it, _MARK, False):
-            wrapped: Any = _drive_sync(sync_it)
+            # every step (incl. the one that starts CrewAI's worker) runs in the kickoff call's context
+            wrapped: Any = _drive_sync(sync_it, propagate(next))
             result._sync_iterator = wrapped
         async_it = getattr(result, "_async_iterator", None)
         if async_it is not None:
-            result._async_iterator = _drive_async(async_it)
+            # each step is a task created in the kickoff call's context, so a background
+            # task started by the first step inherits that context
+            result._async_iterator = _drive_async(async_it, propagate(asyncio.ensure_future))
     except Exception:
         _log_once("binding a stream to the session")
     return result
@@ -658,9 +657,14 @@ class CrewAIIntegration(Integration):
             _State.active = True
 
     def _patch(self, cls: type, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        original = cls.__dict__.get(attr)
-        if original is None or getattr(original, _MARK, False):
-            return  # not defined on this class in this version, or already ours
+        # Patch the class that defines it (e.g. crewai.Flow inherits kickoff_async from the runtime Flow).
+        owner = next((klass for klass in cls.__mro__ if attr in klass.__dict__), None)
+        if owner is None:
+            return  # not in this version
+        cls = owner
+        original = cls.__dict__[attr]
+        if getattr(original, _MARK, False):
+            return  # already ours
         wrapper = make(original)
         setattr(wrapper, _MARK, True)
         setattr(cls, attr, wrapper)

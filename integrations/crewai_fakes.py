@@ -65,7 +65,8 @@ def _llm_class() -> type:
             items = messages if isinstance(messages, list) else [messages]
             return sum(len(_text(m)) for m in items) // 4
 
-        def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+        def call(  # noqa: PLR0917 - CrewAI's signature
+            self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
                  from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:  # fmt: skip
             msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
             if self.native and tools:
@@ -91,7 +92,8 @@ def _llm_class() -> type:
                 return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
             return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
 
-        async def acall(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+        async def acall(  # noqa: PLR0917 - CrewAI's signature
+            self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
                         from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:  # fmt: skip
             return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
 
