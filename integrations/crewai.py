@@ -455,10 +455,11 @@ def _wrap_flow_method(orig: Callable[..., Any], internal: tuple[type, ...]) -> C
 class _Pending:
     """One tool call between CrewAI's before- and after-hook (same context)."""
 
-    __slots__ = ("claimed", "error", "ran", "scope", "token")
+    __slots__ = ("claimed", "error", "key", "ran", "scope", "token")
 
-    def __init__(self, scope: call_scope) -> None:
+    def __init__(self, scope: call_scope, key: Any) -> None:
         self.scope = scope
+        self.key = key  # CrewAI passes the same tool_input dict to both hooks
         self.token: contextvars.Token[_Pending | None] | None = None
         self.error: BaseException | None = None
         self.ran = False
@@ -479,7 +480,7 @@ def _before_tool(context: Any) -> None:
         attributes = {"agent": _agent_name(agent)} if agent is not None else None
         scope = call_scope("tool", str(context.tool_name), framework=FRAMEWORK, inputs=tool_input,
                            attributes=attributes).enter()  # fmt: skip
-        pending = _Pending(scope)
+        pending = _Pending(scope, tool_input)
         pending.token = _pending.set(pending)
     except Exception:
         _log_once("the before-tool hook")
@@ -488,8 +489,8 @@ def _before_tool(context: Any) -> None:
 
 def _after_tool(context: Any) -> None:
     pending = _pending.get()
-    if pending is None or pending.token is None:
-        return None
+    if pending is None or pending.token is None or pending.key is not context.tool_input:
+        return None  # no before-hook of ours for this call (e.g. instrumented mid-call)
     try:
         token, pending.token = pending.token, None
         try:

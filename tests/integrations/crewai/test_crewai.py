@@ -94,11 +94,12 @@ def test_objects_built_before_instrument(store: Store) -> None:
 async def test_akickoff_and_kickoff_async(store: Store) -> None:
     async with openprogram.session_context(store=store) as h:
         await _crew(True).akickoff()
+        await _crew(False).akickoff()  # text tool calling on the async path: CrewStructuredTool.ainvoke
         await _crew(False).kickoff_async()
     records = calls(store, h.session_id)
-    assert len(by_kind(records, "crew")) == 2
+    assert len(by_kind(records, "crew")) == 3
     assert all(chain(records, t)[1:4] == ["agent", "task", "crew"] for t in by_kind(records, "tool"))
-    assert len(by_kind(records, "tool")) == 4
+    assert len(by_kind(records, "tool")) == 6
     assert {s.session_id for s in SEEN} == {h.session_id}
 
 
@@ -439,3 +440,15 @@ def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: 
         monkeypatch.undo()
     assert out.raw == "all done" and len(SEEN) == 2
     assert "could not begin recording" in caplog.text
+
+
+def test_flow_streaming_consumed_outside_the_session(store: Store) -> None:
+    flow = _Demo()
+    flow.stream = True
+    with openprogram.session_context(store=store) as h:
+        streaming = flow.kickoff()
+    for _ in streaming:
+        pass
+    assert [s.session_id for s in SEEN] == [h.session_id, h.session_id]
+    records = calls(store, h.session_id)
+    assert len(by_kind(records, "flow")) == 1 and len(by_kind(records, "tool")) == 2
