@@ -452,3 +452,19 @@ def test_flow_streaming_consumed_outside_the_session(store: Store) -> None:
     assert [s.session_id for s in SEEN] == [h.session_id, h.session_id]
     records = calls(store, h.session_id)
     assert len(by_kind(records, "flow")) == 1 and len(by_kind(records, "tool")) == 2
+
+
+def test_demo_records_flow_crew_delegation_and_async_task(store: Store) -> None:
+    from openprogram.integrations import crewai_demo
+
+    lines: list[str] = []
+    with openprogram.session_context(store=store) as h:
+        crewai_demo.run_demo(lines.append)
+    assert f"crewai: tools ran in session(s): {h.session_id}" in lines
+    records = calls(store, h.session_id)
+    assert len(by_kind(records, "flow")) == 1
+    (crew,) = by_kind(records, "crew")
+    assert chain(records, crew) == ["crew", "call", "flow", "turn"]
+    lookups = [t for t in by_kind(records, "tool") if t.name == "lookup"]
+    assert sorted(len(chain(records, t)) for t in lookups) == [7, 9]  # async task; delegated to the Writer
+    assert [r.status for r in records if r.status != "ok"] == []
