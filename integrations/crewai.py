@@ -106,7 +106,8 @@ def _execution_uuid() -> str | None:
     try:
         from crewai.execution import get_execution_uuid
 
-        return get_execution_uuid()
+        value = get_execution_uuid()
+        return value if isinstance(value, str) else None
     except Exception:
         return None
 

@@ -39,65 +39,86 @@ def _text(message: Any) -> str:
     return " ".join(map(str, content)) if isinstance(content, list) else (content or "")
 
 
+class _Script:
+    """The scripted behaviour, shared by the pydantic (crewai >= 1.6-ish) and plain ``BaseLLM`` variants."""
+
+    steps: list[Any]
+    final: str
+    native: bool
+
+    def supports_function_calling(self) -> bool:
+        return self.native
+
+    def supports_stop_words(self) -> bool:
+        return True
+
+    def get_context_window_size(self) -> int:
+        return 100_000
+
+    def get_input_tokens_count(self, messages: Any, tools: Any = None, response_model: Any = None) -> int:
+        items = messages if isinstance(messages, list) else [messages]
+        return sum(len(_text(m)) for m in items) // 4
+
+    def call(  # noqa: PLR0917 - CrewAI's signature
+        self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+        from_task: Any = None, from_agent: Any = None, response_model: Any = None,
+    ) -> Any:  # fmt: skip
+        msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+        if self.native and tools:
+            # one assistant message with tool_calls per executed batch
+            done = sum(1 for m in msgs if m.get("role") == "assistant" and m.get("tool_calls"))
+            if done < len(self.steps):
+                step = self.steps[done]
+                batch = step if isinstance(step, list) else [step]
+                return [
+                    {"id": f"call_{done}_{i}", "type": "function",
+                     "function": {"name": name, "arguments": json.dumps(args)}}
+                    for i, (name, args) in enumerate(batch)
+                ]  # fmt: skip
+            return self.final
+        # ReAct text protocol: count executed steps by assistant messages, not by the
+        # word "Observation:" (CrewAI adds format reminders containing it).
+        done = sum(
+            1 for m in msgs
+            if m.get("role") == "assistant" and "Action Input:" in _text(m) and "Observation:" in _text(m)
+        )  # fmt: skip
+        if done < len(self.steps):
+            name, args = self.steps[done]
+            return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
+        return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
+
+    async def acall(  # noqa: PLR0917 - CrewAI's signature
+        self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+        from_task: Any = None, from_agent: Any = None, response_model: Any = None,
+    ) -> Any:  # fmt: skip
+        return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
+
+
 @functools.cache
 def _llm_class() -> type:
     from crewai.llms.base_llm import BaseLLM
-    from pydantic import Field
+    from pydantic import BaseModel, Field
 
-    class ScriptedLLM(BaseLLM):  # type: ignore[misc]
-        """Asks for ``steps`` (``(tool, args)``; in native mode a list is one parallel batch), then ``final``."""
+    if issubclass(BaseLLM, BaseModel):
 
-        llm_type: str = "scripted"
-        steps: list[Any] = Field(default_factory=list)
-        final: str = "done"
-        native: bool = False
+        class ScriptedLLM(_Script, BaseLLM):  # type: ignore[misc, unused-ignore]
+            """Asks for ``steps`` (``(tool, args)``; in native mode a list is one parallel batch), then ``final``."""
 
-        def supports_function_calling(self) -> bool:
-            return self.native
+            llm_type: str = "scripted"
+            steps: list[Any] = Field(default_factory=list)
+            final: str = "done"
+            native: bool = False
 
-        def supports_stop_words(self) -> bool:
-            return True
+        return ScriptedLLM
 
-        def get_context_window_size(self) -> int:
-            return 100_000
+    class PlainScriptedLLM(_Script, BaseLLM):  # type: ignore[misc, unused-ignore]
+        """Older crewai: ``BaseLLM`` is a plain class."""
 
-        def get_input_tokens_count(self, messages: Any, tools: Any = None, response_model: Any = None) -> int:
-            items = messages if isinstance(messages, list) else [messages]
-            return sum(len(_text(m)) for m in items) // 4
+        def __init__(self, model: str, steps: list[Any], final: str, native: bool) -> None:
+            super().__init__(model=model)
+            self.steps, self.final, self.native = steps, final, native
 
-        def call(  # noqa: PLR0917 - CrewAI's signature
-            self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-                 from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:  # fmt: skip
-            msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
-            if self.native and tools:
-                # one assistant message with tool_calls per executed batch
-                done = sum(1 for m in msgs if m.get("role") == "assistant" and m.get("tool_calls"))
-                if done < len(self.steps):
-                    step = self.steps[done]
-                    batch = step if isinstance(step, list) else [step]
-                    return [
-                        {"id": f"call_{done}_{i}", "type": "function",
-                         "function": {"name": name, "arguments": json.dumps(args)}}
-                        for i, (name, args) in enumerate(batch)
-                    ]  # fmt: skip
-                return self.final
-            # ReAct text protocol: count executed steps by assistant messages, not by the
-            # word "Observation:" (CrewAI adds format reminders containing it).
-            done = sum(
-                1 for m in msgs
-                if m.get("role") == "assistant" and "Action Input:" in _text(m) and "Observation:" in _text(m)
-            )  # fmt: skip
-            if done < len(self.steps):
-                name, args = self.steps[done]
-                return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
-            return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
-
-        async def acall(  # noqa: PLR0917 - CrewAI's signature
-            self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-                        from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:  # fmt: skip
-            return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
-
-    return ScriptedLLM
+    return PlainScriptedLLM
 
 
 def scripted_llm(steps: list[Any] | None = None, *, final: str = "done", native: bool = False) -> Any:

@@ -1,0 +1,161 @@
+"""Benchmark P3: overhead of the CrewAI adapter on an offline crew run (standalone).
+
+    python bench/p3_crewai.py [--runs 50]
+
+One crew of 2 agents x 3 tool calls (scripted offline LLM, native tool calling)
+is kicked off ``--runs`` times in each of three modes, interleaved round by
+round in the same process (order shuffled per round):
+
+- ``plain``: not instrumented;
+- ``openprogram``: ``openprogram.instrument("crewai")``, each run inside a
+  ``session_context`` on an in-memory store (its turn and the flush on exit included);
+- ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
+  SDK tracer provider exporting synchronously to an in-memory exporter.
+
+Prints the median wall time per run of each mode and the ratios to ``plain``.
+Target: openprogram <= 1.03 x plain, and below openinference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+# CrewAI reads these at import time. OTEL_SDK_DISABLED is deliberately NOT set:
+# it would turn the OpenTelemetry SDK used by the OpenInference mode into a no-op.
+_home = tempfile.mkdtemp(prefix="openprogram_p3_")
+os.environ.update(
+    {
+        "HOME": _home,
+        "XDG_DATA_HOME": f"{_home}/.local/share",
+        "CREWAI_STORAGE_DIR": f"{_home}/crewai_storage",
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "CREWAI_DISABLE_TRACKING": "true",
+        "CREWAI_TRACING_ENABLED": "false",
+        "CREWAI_TESTING": "true",
+        "CREWAI_DISABLE_VERSION_CHECK": "true",
+        "OPENPROGRAM_HOME": f"{_home}/openprogram",
+    }
+)
+os.environ.pop("OTEL_SDK_DISABLED", None)
+
+
+def build_crew() -> Any:
+    from crewai import Agent, Crew, Task
+    from crewai.tools import BaseTool, tool
+    from openprogram.integrations.crewai_fakes import scripted_llm
+
+    class Lookup(BaseTool):
+        name: str = "lookup"
+        description: str = "Look a key up."
+
+        def _run(self, key: str) -> str:
+            return f"value of {key}"
+
+    @tool("double")
+    def double(text: str) -> str:
+        """Repeat the text twice."""
+        return text + text
+
+    steps = [("lookup", {"key": "a"}), ("double", {"text": "b"}), ("lookup", {"key": "c"})]
+    agents, tasks = [], []
+    for role in ("Researcher", "Writer"):
+        llm = scripted_llm(steps, native=True, final=f"{role} done")
+        agent = Agent(role=role, goal="benchmark", backstory="offline", llm=llm, tools=[Lookup(), double])
+        agents.append(agent)
+        tasks.append(Task(description=f"{role} task", expected_output="text", agent=agent))
+    return Crew(agents=agents, tasks=tasks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+
+    import openprogram
+
+    try:
+        from openinference.instrumentation.crewai import CrewAIInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError as exc:
+        print(f"p3: needs openinference-instrumentation-crewai and opentelemetry-sdk ({exc})", file=sys.stderr)
+        return 2
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    oi = CrewAIInstrumentor()
+    store = openprogram.open_store("memory://")
+    crew = build_crew()
+
+    def run_plain() -> None:
+        crew.kickoff()
+
+    def run_openprogram() -> None:
+        openprogram.instrument("crewai")
+        try:
+            start = time.perf_counter()
+            with openprogram.session_context(store=store):
+                crew.kickoff()
+            times["openprogram"].append(time.perf_counter() - start)
+        finally:
+            openprogram.uninstrument("crewai")
+
+    def run_openinference() -> None:
+        oi.instrument(tracer_provider=provider, skip_dep_check=True)
+        try:
+            start = time.perf_counter()
+            crew.kickoff()
+            times["openinference"].append(time.perf_counter() - start)
+        finally:
+            oi.uninstrument()
+            exporter.clear()
+
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
+
+    def timed_plain() -> None:
+        start = time.perf_counter()
+        run_plain()
+        times["plain"].append(time.perf_counter() - start)
+
+    modes = {"plain": timed_plain, "openprogram": run_openprogram, "openinference": run_openinference}
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        for fn in modes.values():  # warm-up, not measured
+            fn()
+    for values in times.values():
+        values.clear()
+
+    rng = random.Random(args.seed)
+    # CrewAI's console panels go to /dev/null in every mode alike (terminal speed is not the subject).
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        for _ in range(args.runs):
+            order = list(modes)
+            rng.shuffle(order)
+            for name in order:
+                modes[name]()
+
+    openprogram.flush()
+    recorded = sum(len(store.list_calls(s.session_id)) for s in store.list_sessions())
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    base = medians["plain"]
+    print(f"P3 crewai: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls each (median per run)")
+    for name, value in medians.items():
+        print(f"  {name:13s} {value * 1000:8.2f} ms   x{value / base:.3f}")
+    print(f"  openprogram overhead: {(medians['openprogram'] / base - 1) * 100:+.1f}%  "
+          f"(openinference: {(medians['openinference'] / base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(f"  calls recorded by openprogram: {recorded} over {args.runs + 1} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
