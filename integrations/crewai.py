@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
 import logging
 import threading
 import uuid
@@ -599,6 +600,20 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def _internal_flow_classes() -> tuple[type, ...]:
+    """CrewAI's own agent-executor flow (its module moved between versions): not a user flow."""
+    found: list[type] = []
+    for module_name in ("crewai.agents.agent_executor", "crewai.experimental.agent_executor"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        cls = getattr(module, "AgentExecutor", None)
+        if isinstance(cls, type):
+            found.append(cls)
+    return tuple(found)
+
+
 class CrewAIIntegration(Integration):
     """Records CrewAI crews, tasks, agents, flows and tools; see the module docstring."""
 
@@ -622,14 +637,7 @@ class CrewAIIntegration(Integration):
         version = _version(getattr(crewai, "__version__", "0"))
         if version < MIN_VERSION:
             raise self.missing("crewai", f" in a supported version (found {crewai.__version__})")
-        internal: tuple[type, ...] = ()
-        try:
-            from crewai.agents.agent_executor import AgentExecutor
-
-            internal = (AgentExecutor,)
-        except ImportError:
-            pass
-
+        internal = _internal_flow_classes()
         with self._lock:
             self._patch(Crew, "kickoff", _wrap_crew_kickoff)
             self._patch(Crew, "akickoff", _wrap_crew_akickoff)

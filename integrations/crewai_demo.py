@@ -57,7 +57,7 @@ def run_demo(emit: Callable[[str], None]) -> None:
     lead = Agent(role="Lead", goal="coordinate", backstory="offline", llm=lead_llm, allow_delegation=True)
     notes = Task(description="note what crews are", expected_output="a note", agent=writer, async_execution=True)
     report = Task(description="write the report", expected_output="a report", agent=lead, context=[notes])
-    crew = Crew(name="demo crew", agents=[writer, lead], tasks=[notes, report])
+    crew = Crew(name="demo crew", agents=[writer, lead], tasks=[notes, report], cache=False)
 
     class ReportFlow(Flow):  # type: ignore[type-arg, misc, unused-ignore]
         @start()  # type: ignore[misc, untyped-decorator, unused-ignore]
