@@ -48,8 +48,8 @@ __all__ = ["MIN_VERSION", "CrewAIIntegration", "last_run_session_id"]
 
 logger = logging.getLogger("openprogram")
 
-#: Lowest crewai version this adapter supports (the global tool-call hooks API).
-MIN_VERSION = (1, 0, 0)
+#: Lowest crewai version the adapter is tested with (tool hooks came in 1.5; 1.14 lacks pieces the tests rely on).
+MIN_VERSION = (1, 15, 0)
 FRAMEWORK = "crewai"
 _NAME_LIMIT = 80
 _MARK = "__openprogram_crewai__"

@@ -282,7 +282,7 @@ def test_flow_state_id_continues_its_session() -> None:
 
 
 def test_execution_id_is_bound_to_the_session(store: Store) -> None:
-    execution = pytest.importorskip("crewai.execution", reason="crewai without an execution id (< 1.15)")
+    execution = pytest.importorskip("crewai.execution", reason="no crewai.execution in this crewai (a later 1.15.x)")
     clear_execution_uuid, set_execution_uuid = execution.clear_execution_uuid, execution.set_execution_uuid
 
     token = set_execution_uuid("host-run-42")
