@@ -12,7 +12,8 @@ round in the same process (order shuffled per round):
 - ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
   SDK tracer provider exporting synchronously to an in-memory exporter.
 
-Prints the median wall time per run of each mode and the ratios to ``plain``.
+Prints the median wall time and process CPU time (all threads) per run of each
+mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
 Target: openprogram <= 1.03 x plain, and below openinference.
 """
 
@@ -99,18 +100,20 @@ def main() -> int:
     # A fresh crew per run (built outside the timed region): a reused crew keeps state between kickoffs.
     def run_plain() -> None:
         crew = build_crew()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         crew.kickoff()
         times["plain"].append(time.perf_counter() - start)
+        cpus["plain"].append(time.process_time() - cpu)
 
     def run_openprogram() -> None:
         crew = build_crew()
         openprogram.instrument("crewai")
         try:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             with openprogram.session_context(store=store):
                 crew.kickoff()
             times["openprogram"].append(time.perf_counter() - start)
+            cpus["openprogram"].append(time.process_time() - cpu)
         finally:
             openprogram.uninstrument("crewai")
 
@@ -118,21 +121,23 @@ def main() -> int:
         crew = build_crew()
         oi.instrument(tracer_provider=provider, skip_dep_check=True)
         try:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             crew.kickoff()
             times["openinference"].append(time.perf_counter() - start)
+            cpus["openinference"].append(time.process_time() - cpu)
         finally:
             oi.uninstrument()
             exporter.clear()
 
     times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
+    cpus: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
 
     modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference}
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for _ in range(5):  # warm-up (imports, caches), not measured
             for fn in modes.values():
                 fn()
-    for values in times.values():
+    for values in (*times.values(), *cpus.values()):
         values.clear()
 
     rng = random.Random(args.seed)
@@ -147,12 +152,17 @@ def main() -> int:
     openprogram.flush()
     recorded = sum(len(store.list_calls(s.session_id)) for s in store.list_sessions())
     medians = {name: statistics.median(values) for name, values in times.items()}
-    base = medians["plain"]
+    cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
+    base, cpu_base = medians["plain"], cpu_medians["plain"]
     print(f"P3 crewai: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls each (median per run)")
+    print(f"  {'mode':13s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
     for name, value in medians.items():
-        print(f"  {name:13s} {value * 1000:8.2f} ms   x{value / base:.3f}")
-    print(f"  openprogram overhead: {(medians['openprogram'] / base - 1) * 100:+.1f}%  "
-          f"(openinference: {(medians['openinference'] / base - 1) * 100:+.1f}%)")  # fmt: skip
+        cpu = cpu_medians[name]
+        print(f"  {name:13s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
+    print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
+          f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
+          f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
+          f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs")
     return 0
 
