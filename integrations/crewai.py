@@ -57,6 +57,7 @@ _MARK = "__openprogram_crewai__"
 
 class _State:
     active = False
+    get_execution_uuid: Callable[[], Any] | None = None  # crewai.execution, absent before a 1.15.x
     last_session_id: str | None = None
     warned: set[str] = set()  # noqa: RUF012 - process-wide, guarded by the GIL
 
@@ -104,13 +105,14 @@ def _flow_name(flow: Any) -> str:
 
 
 def _execution_uuid() -> str | None:
+    getter = _State.get_execution_uuid  # resolved once in setup(): a failing import is slow
+    if getter is None:
+        return None
     try:
-        from crewai.execution import get_execution_uuid
-
-        value = get_execution_uuid()
-        return value if isinstance(value, str) else None
+        value = getter()
     except Exception:
         return None
+    return value if isinstance(value, str) else None
 
 
 def _bind_execution() -> None:
@@ -638,6 +640,12 @@ class CrewAIIntegration(Integration):
         if version < MIN_VERSION:
             raise self.missing("crewai", f" in a supported version (found {crewai.__version__})")
         internal = _internal_flow_classes()
+        try:
+            from crewai.execution import get_execution_uuid
+
+            _State.get_execution_uuid = get_execution_uuid
+        except ImportError:
+            _State.get_execution_uuid = None
         with self._lock:
             self._patch(Crew, "kickoff", _wrap_crew_kickoff)
             self._patch(Crew, "akickoff", _wrap_crew_akickoff)
