@@ -19,7 +19,7 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"]
 # framework -> (pip requirement template, [lowest declared, latest])
 FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "langgraph": ("langgraph{spec}", ["==1.0.0", ""]),
-    "crewai": ("crewai{spec}", ["==1.0.0", ""]),
+    "crewai": ("crewai{spec}", ["==1.15.0", ""]),
     "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.

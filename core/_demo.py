@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import time
 from typing import TextIO
 
@@ -15,6 +16,8 @@ from ._writer import flush
 from .stores import Store
 
 __all__ = ["run_demo"]
+
+logger = logging.getLogger("openprogram")
 
 #: framework name -> module with ``run_demo(emit)``; run inside the demo's session.
 DEMOS = {name: f"openprogram.integrations.{name}_demo" for name in INTEGRATIONS}
@@ -52,11 +55,29 @@ async def research(question: str) -> str:
     return await asyncio.to_thread(summarize, pages)
 
 
+def _prepare_demos() -> None:
+    """Call each demo module's optional ``prepare()`` before ``instrument()`` imports its framework.
+
+    A framework may read its environment at import time (CrewAI: telemetry and
+    tracing switches); a demo can only keep it offline if it sets it first.
+    """
+    for module_name in DEMOS.values():
+        try:
+            module = importlib.import_module(module_name)
+            prepare = getattr(module, "prepare", None)
+            if callable(prepare):
+                prepare()
+        except Exception:
+            logger.debug("openprogram: demo %s not prepared", module_name, exc_info=True)
+
+
 def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
     """Run every available demo in one session; print its id and how to continue it."""
 
     def emit(line: str) -> None:
         out.write(line + "\n")
+
+    _prepare_demos()
     enabled = instrument()
     started = time.perf_counter()
     with session_context(session_id, store=store, runtime="cli-demo") as handle:

@@ -1,0 +1,174 @@
+"""Benchmark P3: overhead of the CrewAI adapter on an offline crew run (standalone).
+
+    python bench/p3_crewai.py [--runs 50]
+
+One crew of 2 agents x 3 tool calls (scripted offline LLM, native tool calling)
+is kicked off ``--runs`` times in each of three modes, interleaved round by
+round in the same process (order shuffled per round):
+
+- ``plain``: not instrumented;
+- ``openprogram``: ``openprogram.instrument("crewai")``, each run inside a
+  ``session_context`` on an in-memory store (its turn and the flush on exit included);
+- ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
+  SDK tracer provider exporting synchronously to an in-memory exporter.
+
+Prints the median wall time and process CPU time (all threads) per run of each
+mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
+Target: openprogram <= 1.03 x plain, and below openinference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+# CrewAI reads these at import time. OTEL_SDK_DISABLED is deliberately NOT set:
+# it would turn the OpenTelemetry SDK used by the OpenInference mode into a no-op.
+_home = tempfile.mkdtemp(prefix="openprogram_p3_")
+os.environ.update(
+    {
+        "HOME": _home,
+        "XDG_DATA_HOME": f"{_home}/.local/share",
+        "CREWAI_STORAGE_DIR": f"{_home}/crewai_storage",
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "CREWAI_DISABLE_TRACKING": "true",
+        "CREWAI_TRACING_ENABLED": "false",
+        "CREWAI_TESTING": "true",
+        "CREWAI_DISABLE_VERSION_CHECK": "true",
+        "OPENPROGRAM_HOME": f"{_home}/openprogram",
+    }
+)
+os.environ.pop("OTEL_SDK_DISABLED", None)
+
+
+def build_crew() -> Any:
+    from crewai import Agent, Crew, Task
+    from crewai.tools import BaseTool, tool
+    from openprogram.integrations.crewai_fakes import scripted_llm
+
+    class Lookup(BaseTool):
+        name: str = "lookup"
+        description: str = "Look a key up."
+
+        def _run(self, key: str) -> str:
+            return f"value of {key}"
+
+    @tool("double")
+    def double(text: str) -> str:
+        """Repeat the text twice."""
+        return text + text
+
+    steps = [("lookup", {"key": "a"}), ("double", {"text": "b"}), ("lookup", {"key": "c"})]
+    agents, tasks = [], []
+    for role in ("Researcher", "Writer"):
+        llm = scripted_llm(steps, native=True, final=f"{role} done")
+        agent = Agent(role=role, goal="benchmark", backstory="offline", llm=llm, tools=[Lookup(), double])
+        agents.append(agent)
+        tasks.append(Task(description=f"{role} task", expected_output="text", agent=agent))
+    return Crew(agents=agents, tasks=tasks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+
+    import openprogram
+
+    try:
+        from openinference.instrumentation.crewai import CrewAIInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError as exc:
+        print(f"p3: needs openinference-instrumentation-crewai and opentelemetry-sdk ({exc})", file=sys.stderr)
+        return 2
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    oi = CrewAIInstrumentor()
+    store = openprogram.open_store("memory://")
+    # A fresh crew per run, built after the mode is switched on and outside the timed region: a
+    # reused crew keeps state between kickoffs, and switching a mode on patches classes, which
+    # invalidates CPython's attribute caches -- a program that calls instrument() once at start-up
+    # never pays that re-warming inside a run, so neither does the benchmark (for either tool).
+    def run_plain() -> None:
+        crew = build_crew()
+        start, cpu = time.perf_counter(), time.process_time()
+        crew.kickoff()
+        times["plain"].append(time.perf_counter() - start)
+        cpus["plain"].append(time.process_time() - cpu)
+
+    def run_openprogram() -> None:
+        openprogram.instrument("crewai")
+        crew = build_crew()
+        try:
+            start, cpu = time.perf_counter(), time.process_time()
+            with openprogram.session_context(store=store):
+                crew.kickoff()
+            times["openprogram"].append(time.perf_counter() - start)
+            cpus["openprogram"].append(time.process_time() - cpu)
+        finally:
+            openprogram.uninstrument("crewai")
+
+    def run_openinference() -> None:
+        oi.instrument(tracer_provider=provider, skip_dep_check=True)
+        crew = build_crew()
+        try:
+            start, cpu = time.perf_counter(), time.process_time()
+            crew.kickoff()
+            times["openinference"].append(time.perf_counter() - start)
+            cpus["openinference"].append(time.process_time() - cpu)
+        finally:
+            oi.uninstrument()
+            exporter.clear()
+
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
+    cpus: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
+
+    modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference}
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        for _ in range(5):  # warm-up (imports, caches), not measured
+            for fn in modes.values():
+                fn()
+    for values in (*times.values(), *cpus.values()):
+        values.clear()
+
+    rng = random.Random(args.seed)
+    # CrewAI's console panels go to /dev/null in every mode alike (terminal speed is not the subject).
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        for _ in range(args.runs):
+            order = list(modes)
+            rng.shuffle(order)
+            for name in order:
+                modes[name]()
+
+    openprogram.flush()
+    recorded = sum(len(store.list_calls(s.session_id)) for s in store.list_sessions())
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
+    base, cpu_base = medians["plain"], cpu_medians["plain"]
+    print(f"P3 crewai: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls each (median per run)")
+    print(f"  {'mode':13s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
+    for name, value in medians.items():
+        cpu = cpu_medians[name]
+        print(f"  {name:13s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
+    print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
+          f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
+          f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
+          f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""``openprogram demo`` for CrewAI: an offline flow around a crew of two agents.
+
+The flow plans, then kicks off a crew whose first task runs asynchronously and
+whose second task is delegated by one agent to the other; every tool reads the
+current session. The LLM is scripted (no network, no keys) and CrewAI's
+telemetry and tracing are switched off before crewai is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from openprogram._context import get_current_session
+
+from .crewai_fakes import offline_environment, scripted_llm
+
+__all__ = ["prepare", "run_demo"]
+
+
+def prepare() -> None:
+    """Keep CrewAI offline: set its telemetry/tracing switches, only if crewai is not imported yet.
+
+    ``openprogram demo`` calls this before ``instrument()`` imports crewai; values the user set win.
+    """
+    if "crewai" not in sys.modules:
+        offline_environment()
+
+
+def run_demo(emit: Callable[[str], None]) -> None:
+    """Run the offline CrewAI demo in the current session and report what happened through ``emit``."""
+    prepare()  # a no-op when crewai is already imported (its switches were read then)
+    from crewai import Agent, Crew, Flow, Task
+    from crewai.flow.flow import listen, start
+    from crewai.tools import tool
+
+    sessions: set[str] = set()
+
+    @tool("lookup")  # type: ignore[untyped-decorator, unused-ignore]
+    def lookup(topic: str) -> str:
+        """Look a topic up in a tiny offline encyclopedia."""
+        handle = get_current_session()
+        sessions.add(handle.session_id if handle else "<none>")
+        facts = {"sessions": "a session is a durable record of an agent's calls",
+                 "crews": "a crew runs tasks with agents and tools"}  # fmt: skip
+        return facts.get(topic, f"nothing known about {topic}")
+
+    writer_llm = scripted_llm([("lookup", {"topic": "crews"})], native=True, final="crews run tasks with agents")
+    lead_llm = scripted_llm(
+        [("delegate_work_to_coworker",
+          {"task": "explain crews", "context": "one sentence", "coworker": "Writer"})],
+        final="report: sessions record crews",
+    )  # fmt: skip
+    writer = Agent(role="Writer", goal="write short notes", backstory="offline", llm=writer_llm, tools=[lookup],
+                   allow_delegation=False)  # fmt: skip
+    lead = Agent(role="Lead", goal="coordinate", backstory="offline", llm=lead_llm, allow_delegation=True)
+    notes = Task(description="note what crews are", expected_output="a note", agent=writer, async_execution=True)
+    report = Task(description="write the report", expected_output="a report", agent=lead, context=[notes])
+    crew = Crew(name="demo crew", agents=[writer, lead], tasks=[notes, report], cache=False)
+
+    class ReportFlow(Flow):  # type: ignore[type-arg, misc, unused-ignore]
+        @start()  # type: ignore[misc, untyped-decorator, unused-ignore]
+        def plan(self) -> str:
+            return "sessions"
+
+        @listen(plan)  # type: ignore[misc, untyped-decorator, unused-ignore]
+        def run_crew(self, topic: str) -> str:
+            output: Any = crew.kickoff(inputs={"topic": topic})  # not streaming: a CrewOutput
+            return str(output.raw)
+
+    result: Any = ReportFlow().kickoff()
+    emit(f"crewai: flow -> crew (async task, delegation Lead -> Writer): {result}")
+    emit(f"crewai: tools ran in session(s): {', '.join(sorted(sessions))}")
