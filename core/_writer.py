@@ -142,6 +142,26 @@ _ids.every_4096_calls = _throttle
 # --- encoding ---------------------------------------------------------------------
 
 
+_MAX_NAME = 1024
+
+
+def _text(value: Any, limit: int = _MAX_NAME) -> Any:
+    """A text column as every store can take it: valid UTF-8 (lone surrogates escaped), bounded.
+
+    One exception message or node name with a lone surrogate used to make the whole
+    batch unwritable, so every later record of the process waited for a spill.
+    """
+    if value is None:
+        return None
+    if type(value) is not str:
+        value = str(value)
+    if len(value) > limit:
+        value = value[:limit] + "...[truncated]"
+    if not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     handle = rec[1]
     names = rec[6]
@@ -160,8 +180,8 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     else:
         out, status, error, ended = None, "running", None, None
     return (
-        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], rec[4], rec[5], status,
-        dumps(inputs), out, error, None if attributes is None else dumps(capture(attributes)),
+        rec[0], handle.session_id, handle.turn_id, _text(rec[2]), _text(rec[3]), _text(rec[4]), _text(rec[5]),
+        status, dumps(inputs), out, _text(error, 8192), None if attributes is None else dumps(capture(attributes)),
         rec[10], ended, owner,
     )  # fmt: skip
 
@@ -175,8 +195,8 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         note = dumps(f"<capture failed: {type(exc).__name__}>")
         final = len(rec) > 11
         return (
-            rec[0], rec[1].session_id, rec[1].turn_id, rec[2], str(rec[3]), str(rec[4]), rec[5],
-            rec[11] if final else "running", note, note if final else None, rec[13] if final else None,
+            rec[0], rec[1].session_id, rec[1].turn_id, _text(rec[2]), _text(rec[3]), _text(rec[4]), _text(rec[5]),
+            rec[11] if final else "running", note, note if final else None, _text(rec[13], 8192) if final else None,
             None, rec[10], rec[14] if final else None, owner,
         )  # fmt: skip
 
