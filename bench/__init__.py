@@ -1,0 +1,1 @@
+"""Benchmarks and long reliability runs (``python -m bench.reliability``)."""

@@ -1,0 +1,78 @@
+"""Fixtures for the reliability suite: a private OPENPROGRAM_HOME and stores per test."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import openprogram
+from openprogram.stores.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the workloads live in bench/, shared with the long runs
+    sys.path.insert(0, str(ROOT))
+
+#: Scale knob for CI: OPENPROGRAM_RELIABILITY_SCALE=10 runs ten times the default counts.
+SCALE = float(os.environ.get("OPENPROGRAM_RELIABILITY_SCALE", "1"))
+
+
+def scaled(n: int) -> int:
+    return max(1, int(n * SCALE))
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("OPENPROGRAM_STORE", raising=False)
+    monkeypatch.delenv("OPENPROGRAM_SESSION_ID", raising=False)
+    monkeypatch.setenv("OPENPROGRAM_NO_SESSION", "warn")
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    store = openprogram.open_store(f"sqlite:///{tmp_path / 'rel.db'}")
+    assert isinstance(store, SQLiteStore)
+    yield store
+    openprogram.flush()
+    store.close()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[openprogram.Store]:
+    """Every store this branch has; PostgreSQL joins here when its module is merged."""
+    if request.param == "memory":
+        yield openprogram.open_store("memory://")
+    else:
+        store = openprogram.open_store(f"sqlite:///{tmp_path / 'any.db'}")
+        yield store
+        openprogram.flush()
+        store.close()
+
+
+class WarningCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    @property
+    def messages(self) -> list[str]:
+        return [r.getMessage() for r in self.records]
+
+
+@pytest.fixture
+def warnings_log() -> Iterator[WarningCounter]:
+    handler = WarningCounter()
+    logger = logging.getLogger("openprogram")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
