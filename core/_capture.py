@@ -92,8 +92,11 @@ def is_secret_key(key: str) -> bool:
     hit = _key_cache.get(key)
     if hit is None:
         lowered = _CAMEL.sub("_", key).lower()
-        words = set(_WORD_SPLIT.split(lowered))
-        hit = bool(words & _SECRET_WORDS) or any(c in lowered for c in _SECRET_COMPOUNDS)
+        parts = _WORD_SPLIT.split(lowered)
+        words = set(parts)
+        # Compounds are matched with any separator: "x-api-key" and "Api Key" as "api_key".
+        joined = "_".join(p for p in parts if p)
+        hit = bool(words & _SECRET_WORDS) or any(c in joined for c in _SECRET_COMPOUNDS)
         if len(_key_cache) < 10_000:
             _key_cache[key] = hit
     return hit
