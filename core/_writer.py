@@ -285,7 +285,8 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         _bound(state)
         return False
     if state.failing:
-        logger.warning("openprogram: store %s is writable again; buffered records were written", store.url)
+        # Info, not a warning: an outage gives exactly one warning (its start).
+        logger.info("openprogram: store %s is writable again; buffered records were written", store.url)
     state.failing = False
     state.backoff = 1.0
     state.pending_calls = []
