@@ -246,11 +246,11 @@ def _cycle_locked() -> None:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
-        if state.pending_calls or state.pending_sessions or state.pending_aliases or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
+        # A failing store is probed even with nothing pending (e.g. all spilled), else it
+        # would count as failing, and flush() return False, until the next record.
+        if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
             if not _write(state, owner, now):
                 all_ok = False
-        elif state.failing:
-            all_ok = False
     for marker in markers:
         marker.ok = all_ok
         marker.done.set()
@@ -270,7 +270,7 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         if state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls):
             store.heartbeat(owner, now)
             state.last_beat = now
-        if state.pending_calls or state.pending_sessions or state.pending_aliases:
+        if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
             store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
     except Exception as exc:
         if not state.failing:
