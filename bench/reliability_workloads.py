@@ -337,3 +337,54 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+# --- scale ----------------------------------------------------------------------------------------
+
+
+@openprogram.tool
+def step(n: int) -> int:
+    """The cheapest recorded tool: immutable argument and result (the fast path)."""
+    return n
+
+
+def record_wide_session(store: Store, nodes: int, tools_per_node: int) -> str:
+    """turn -> graph -> ``nodes`` alike nodes -> ``tools_per_node`` alike tools each."""
+    with openprogram.session_context(store=store, agent_id="scale") as h, openprogram.call_scope("graph", "g"):
+        for n in range(nodes):
+            with openprogram.call_scope("node", "agent"):
+                for t in range(tools_per_node):
+                    step(t)
+    return h.session_id
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def record_flat(calls: int, sample_every: int = 10_000) -> dict[str, float]:
+    """Record ``calls`` tool calls in one session of the current default store; RSS and queue figures."""
+    from openprogram import _writer
+
+    baseline = 0
+    peak = 0
+    max_queue = 0
+    started = time.perf_counter()
+    with openprogram.session_context(agent_id="p4") as h:
+        for n in range(calls):
+            step(n)
+            if n % sample_every == 0:
+                if n == sample_every:  # after warm-up: imports, caches, first batch
+                    baseline = rss_bytes()
+                peak = max(peak, rss_bytes())
+                max_queue = max(max_queue, len(_writer.queue))
+    elapsed = time.perf_counter() - started
+    openprogram.flush()
+    peak = max(peak, rss_bytes())
+    return {"session": h.session_id, "calls": calls, "seconds": elapsed, "baseline_rss": baseline,  # type: ignore[dict-item]
+            "peak_rss": peak, "growth": peak - baseline, "max_queue": max_queue}  # fmt: skip
