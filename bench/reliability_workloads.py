@@ -16,15 +16,21 @@ import asyncio
 import importlib.util
 import json
 import os
+import random
+import signal
+import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import openprogram
 from openprogram import Store
+from openprogram.stores.sqlite import SQLiteStore
 
 # --- tools used by every workload -------------------------------------------------------
 
@@ -261,6 +267,98 @@ FRAMEWORK_WORKLOADS: dict[str, Callable[[], AsyncWorkload]] = {
 }
 
 
+# --- multi-process runs (used by the tests and the bench) ----------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def crash_once(url: str, session_id: str, seed: int, progress: Path, home: Path) -> None:
+    """Start a recording child, wait until it has flushed something, SIGKILL it at a seeded moment."""
+    rng = random.Random(seed)
+    env = dict(os.environ, OPENPROGRAM_HOME=str(home), PYTHONPATH=str(ROOT))
+    before = progress.read_text().count("\n") if progress.exists() else 0
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.reliability_workloads", "crash", url, session_id, str(seed), str(progress)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while (progress.read_text().count("\n") if progress.exists() else 0) <= before:
+        if child.poll() is not None:
+            raise AssertionError(f"crash child exited early: {child.stderr.read().decode() if child.stderr else ''}")
+        if time.monotonic() > deadline:
+            child.kill()
+            raise AssertionError("crash child never flushed")
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.6))
+    child.send_signal(signal.SIGKILL)
+    child.wait()  # reaped: its pid is gone, so its running calls read as interrupted
+    assert child.returncode == -signal.SIGKILL
+
+
+def check_after_crashes(store: SQLiteStore, session_id: str, progress: Path, rounds: int) -> dict[str, int]:
+    assert store.integrity_check() == "ok"
+    calls = store.list_calls(session_id)
+    ids = [c.call_id for c in calls]
+    assert len(ids) == len(set(ids)), "duplicate calls"
+    turns = [c for c in calls if c.kind == "turn"]
+    assert len(turns) == rounds, f"{len(turns)} turns for {rounds} processes"
+    assert all(t.status == "interrupted" for t in turns), [t.status for t in turns]
+    assert [c for c in calls if c.status == "running"] == [], "a killed process left calls running"
+    by_turn: dict[str, set[int]] = {t.turn_id: set() for t in turns}
+    for c in calls:
+        if c.kind == "tool" and c.name == "leaf":
+            assert c.status == "ok"
+            by_turn[c.turn_id].add(int(c.inputs["path"]))
+    # Every leaf flushed before the last progress line of its process is in the store.
+    durable: dict[str, int] = {}
+    for line in progress.read_text().splitlines():
+        entry = json.loads(line)
+        durable[entry["turn"]] = entry["durable_leafs_upto"]
+    assert set(durable) == set(by_turn)
+    lost = 0
+    for turn_id, upto in durable.items():
+        missing = set(range(1, upto + 1)) - by_turn[turn_id]
+        lost += len(missing)
+    assert lost == 0, f"{lost} flushed records lost"
+    interrupted = sum(1 for c in calls if c.status == "interrupted")
+    return {"calls": len(calls), "interrupted": interrupted, "turns": len(turns)}
+
+
+def run_writers(url: str, processes: int, calls: int, home: Path) -> list[dict[str, object]]:
+    env = dict(os.environ, OPENPROGRAM_HOME=str(home), PYTHONPATH=str(ROOT))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.reliability_workloads", "writer", url, str(calls), f"w{n}"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(processes)
+    ]
+    results = []
+    for child in children:
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def check_writers(store: openprogram.Store, results: list[dict[str, object]], calls: int) -> int:
+    total = 0
+    for n, result in enumerate(results):
+        assert result["ok"] is True
+        records = store.list_calls(str(result["session_id"]))
+        total += len(records)
+        paths = Counter(c.inputs["path"] for c in records if c.kind == "tool")
+        assert all(c.inputs["who"] == f"w{n}" for c in records if c.kind == "tool")
+        assert [p for p, k in paths.items() if k > 1] == [], "duplicated records"
+        assert set(paths) == {str(i) for i in range(calls)}, f"{calls - len(paths)} records lost"
+        assert len(records) == calls + 1  # plus the turn
+    return total
+
+
 # --- child-process roles -----------------------------------------------------------------------
 
 
@@ -270,8 +368,6 @@ def role_crash(url: str, session_id: str, seed: int, progress: str) -> None:
     The parent SIGKILLs this process at a seeded random moment. Calls alternate
     between quick ones and ones that are still running (sleeping) at any moment.
     """
-    import random
-
     rng = random.Random(seed)
     store = openprogram.open_store(url)
 
@@ -351,7 +447,7 @@ def step(n: int) -> int:
 def record_wide_session(store: Store, nodes: int, tools_per_node: int) -> str:
     """turn -> graph -> ``nodes`` alike nodes -> ``tools_per_node`` alike tools each."""
     with openprogram.session_context(store=store, agent_id="scale") as h, openprogram.call_scope("graph", "g"):
-        for n in range(nodes):
+        for _n in range(nodes):
             with openprogram.call_scope("node", "agent"):
                 for t in range(tools_per_node):
                     step(t)

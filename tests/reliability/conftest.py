@@ -8,9 +8,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram import _writer
 from openprogram.stores.sqlite import SQLiteStore
 

@@ -10,9 +10,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-import pytest
-
 import openprogram
+import pytest
 from openprogram._context import call_var, session_var
 from openprogram._writer import inflight
 

@@ -7,11 +7,10 @@ import json
 import string
 from typing import Any
 
+import openprogram
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-import openprogram
 from openprogram._capture import REDACTED, capture, capture_arguments, dumps, limits
 from openprogram._cli import main as cli_main
 from openprogram._ids import MAX_ID_LENGTH
@@ -72,7 +71,7 @@ odd_text = st.text(
     alphabet=st.characters(codec=None, exclude_categories=()),  # includes lone surrogates and controls
     max_size=200,
 )
-huge_text = st.integers(min_value=10_000, max_value=3_000_000).map(lambda n: "\ud800x\x00\"\\é" * (n // 6))
+huge_text = st.integers(min_value=10_000, max_value=3_000_000).map(lambda n: '\ud800x\x00"\\é' * (n // 6))
 hostile_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(), st.just(10**4000),
     st.floats(allow_nan=True, allow_infinity=True), odd_text, huge_text, st.binary(max_size=64),
@@ -103,8 +102,10 @@ def test_capture_is_json_safe_and_bounded(value: Any) -> None:
     text.encode("utf-8")  # valid UTF-8: no lone surrogate survives into a store
 
 
-SECRET_KEYS = ["password", "PASSWORD", "api_key", "apiKey", "x-api-key", "client_secret", "Authorization",
-               "db_password", "accessToken", "refresh_token", "cookie", "privateKey", "AWS_SECRET_ACCESS_KEY"]  # fmt: skip
+SECRET_KEYS = [
+    "password", "PASSWORD", "api_key", "apiKey", "x-api-key", "Api Key", "client_secret", "Authorization",
+    "db_password", "accessToken", "refresh_token", "cookie", "privateKey", "private-key", "AWS_SECRET_ACCESS_KEY",
+]  # fmt: skip
 SECRET_VALUES = ["Bearer abcdefghijklmnop", "sk-" + "a" * 32, "ghp_" + "b" * 36, "AKIA" + "C" * 16]
 
 
@@ -167,7 +168,7 @@ async def test_tool_records_hostile_arguments_and_results(kind: str, sqlite_stor
             assert result[0] is value
         with pytest.raises(ValueError):
             await _raise_odd(kind)
-    assert all(a is b for a, b in zip(received, args))
+    assert all(a is b for a, b in zip(received, args, strict=True))
     assert await openprogram.flush_async()
     calls = [c for c in sqlite_store.list_calls(h.session_id) if c.kind == "tool"]
     assert len(calls) == len(args) + 1

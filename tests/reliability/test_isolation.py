@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import openprogram
 import pytest
 from conftest import scaled
 
-import openprogram
 from bench.reliability_workloads import FRAMEWORK_WORKLOADS, WorkloadUnavailable, check_isolation, run_isolation
 
 
@@ -20,7 +20,7 @@ def test_checker_catches_a_misattributed_call(any_store: openprogram.Store) -> N
     from bench.reliability_workloads import leaf
 
     expected = run_isolation(any_store, sessions=2, threads=0, thread_rounds=0)
-    (first, (who, _)), (second, _) = list(expected.sessions.items())[:2]
+    (_first, (who, _)), (second, _) = list(expected.sessions.items())[:2]
     with openprogram.session_context(second, store=any_store):
         leaf(who, "a/l")  # claims to belong to `first`, recorded in `second`
     openprogram.flush()

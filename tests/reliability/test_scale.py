@@ -7,17 +7,15 @@ import json
 import threading
 from pathlib import Path
 
+import openprogram
 import pytest
 from conftest import scaled
-
-import openprogram
 from openprogram import _cli, _writer
+
 from bench.reliability_workloads import record_wide_session, step
 
 
-def test_queue_stays_bounded_when_recording_outruns_the_writer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_queue_stays_bounded_when_recording_outruns_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     high_water = 5_000
     monkeypatch.setattr(_writer, "QUEUE_HIGH_WATER", high_water)
     store = openprogram.open_store(f"sqlite:///{tmp_path / 'bounded.db'}")
