@@ -419,12 +419,45 @@ def role_locker(path: str, seconds: str) -> None:
     conn.close()
 
 
+def role_fsize(url: str, calls: int) -> None:
+    """Disk full without root: lower RLIMIT_FSIZE below what the next batch needs, then lift it.
+
+    Prints whether flush failed while the limit held and recovered once it was lifted.
+    """
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing us
+    store = openprogram.open_store(url)
+    assert isinstance(store, SQLiteStore)
+    with openprogram.session_context(store=store):
+        leaf("warm", "0")
+    assert openprogram.flush()
+    files = [p for p in store.path.parent.iterdir() if p.name.startswith(store.path.name)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max(p.stat().st_size for p in files) + 4096, hard))
+    with openprogram.session_context(store=store) as h:
+        for n in range(calls):
+            leaf("x" * 3000, str(n))  # ~1 MB of captures: cannot fit under the limit
+    failed = not openprogram.flush()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    for state in list(openprogram._writer._states.values()):
+        state.retry_at = 0.0
+    deadline = time.monotonic() + 60
+    recovered = openprogram.flush()
+    while not recovered and time.monotonic() < deadline:
+        time.sleep(0.2)
+        recovered = openprogram.flush()
+    print(json.dumps({"session_id": h.session_id, "failed": failed, "recovered": recovered}), flush=True)
+
+
 def main(argv: list[str]) -> None:
     role, *args = argv
     if role == "crash":
         role_crash(args[0], args[1], int(args[2]), args[3])
     elif role == "writer":
         role_writer(args[0], int(args[1]), args[2])
+    elif role == "fsize":
+        role_fsize(args[0], int(args[1]))
     elif role == "locker":
         role_locker(args[0], args[1])
     else:

@@ -184,3 +184,20 @@ def test_exit_with_an_unwritable_store_spills_everything(tmp_path: Path) -> None
     # Importing twice changes nothing (idempotent).
     assert cli_main(["--store", url, "import", str(spills[0])]) == 0
     _assert_complete(store, str(result["session_id"]), 500)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_disk_full_by_file_size_limit_then_recovery(tmp_path: Path) -> None:
+    """Disk full as any user: a child process whose RLIMIT_FSIZE stops the store file from growing."""
+    url = f"sqlite:///{tmp_path / 'fsize.db'}"
+    env = dict(os.environ, OPENPROGRAM_HOME=str(tmp_path / "fhome"), PYTHONPATH=str(ROOT))
+    child = subprocess.run([sys.executable, "-m", "bench.reliability_workloads", "fsize", url, "300"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    assert result == {"session_id": result["session_id"], "failed": True, "recovered": True}
+    warnings = [line for line in child.stderr.splitlines() if "cannot write to store" in line]
+    assert len(warnings) == 1, child.stderr
+    store = openprogram.open_store(url)
+    _assert_complete(store, result["session_id"], 300)
+    assert isinstance(store, SQLiteStore) and store.integrity_check() == "ok"
