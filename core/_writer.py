@@ -32,6 +32,7 @@ __all__ = [
     "INTERVAL",
     "MAX_PENDING_ROWS",
     "QUEUE_HIGH_WATER",
+    "BATCH_ROWS",
     "enqueue",
     "ensure_started",
     "flush",
@@ -48,8 +49,10 @@ INTERVAL = 0.05
 """Seconds between writer cycles when nobody is waiting on a flush."""
 MAX_PENDING_ROWS = 200_000
 """Rows kept in memory per failing store before they are spilled to a file."""
-QUEUE_HIGH_WATER = 200_000
-"""Recorded calls not yet encoded past which recording threads wait for the writer."""
+QUEUE_HIGH_WATER = 50_000
+"""Recorded calls not yet encoded past which recording threads wait for the writer (~15 MB)."""
+BATCH_ROWS = 5_000
+"""Rows encoded and written per transaction; a cycle writes as many batches as are queued."""
 HEARTBEAT_EVERY = 10.0
 _RETRY_MAX = 30.0
 
@@ -214,11 +217,35 @@ def _cycle() -> None:
 
 
 def _cycle_locked() -> None:
-    markers: list[_Marker] = []
+    # What is queued now is taken in batches of BATCH_ROWS, each written before the next is
+    # encoded: taking it all at once held the whole queue twice (records, then encoded rows),
+    # 150+ MB for a 1,000,000-call session.
     owner = _ids.process_owner()
+    remaining = len(queue)
+    while True:
+        take = min(remaining, BATCH_ROWS)
+        remaining -= take
+        markers = _drain(take, owner)
+        if remaining <= 0:
+            _note_running(owner)
+        all_ok = _write_all(owner)
+        for marker in markers:
+            marker.ok = all_ok
+            marker.done.set()
+            for callback in marker.callbacks:
+                try:
+                    callback(all_ok)
+                except Exception:
+                    pass
+        if remaining <= 0:
+            return
+
+
+def _drain(count: int, owner: str) -> list[_Marker]:
+    """Encode ``count`` queued items into their stores' pending rows; return the flush markers among them."""
+    markers: list[_Marker] = []
     popleft = queue.popleft
-    touched: set[_StoreState] = set()
-    for _ in range(len(queue)):
+    for _ in range(count):
         item = popleft()
         kind = type(item)
         if kind is tuple:
@@ -234,31 +261,31 @@ def _cycle_locked() -> None:
             state.pending_aliases.append(item["alias"])
         else:
             markers.append(item)
-            continue
-        touched.add(state)
-    # Calls still running are written as such, so a crash leaves them visible.
+    return markers
+
+
+def _note_running(owner: str) -> None:
+    """Calls still running are written as such, so a crash leaves them visible."""
     for call_id, rec in list(inflight.items()):
         state = _state(rec[1].store)
         if call_id not in state.running:
             state.running.add(call_id)
             state.pending_calls.append(_encode_safely(rec, owner))
-            touched.add(state)
+
+
+def _write_all(owner: str) -> bool:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
         # A failing store is probed even with nothing pending (e.g. all spilled), else it
         # would count as failing, and flush() return False, until the next record.
-        if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
-            if not _write(state, owner, now):
-                all_ok = False
-    for marker in markers:
-        marker.ok = all_ok
-        marker.done.set()
-        for callback in marker.callbacks:
-            try:
-                callback(all_ok)
-            except Exception:
-                pass
+        due = (
+            state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing
+            or (state.running and now - state.last_beat > HEARTBEAT_EVERY)
+        )  # fmt: skip
+        if due and not _write(state, owner, now):
+            all_ok = False
+    return all_ok
 
 
 def _write(state: _StoreState, owner: str, now: float) -> bool:
