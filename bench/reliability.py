@@ -8,7 +8,6 @@ repository root. ``--quick`` divides the counts by ten.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import resource
@@ -19,6 +18,8 @@ import time
 from pathlib import Path
 
 import openprogram
+from openprogram.stores.sqlite import SQLiteStore
+
 from bench import reliability_workloads as w
 
 failures: list[str] = []
@@ -65,7 +66,7 @@ def crash(tmp: Path, scale: float) -> None:
     for seed in range(rounds):
         w.crash_once(url, "crash-bench", seed, progress, tmp / "crash-home")
     store = openprogram.open_store(url)
-    assert isinstance(store, w.SQLiteStore)
+    assert isinstance(store, SQLiteStore)
     try:
         result = w.check_after_crashes(store, "crash-bench", progress, rounds)
     except AssertionError as exc:

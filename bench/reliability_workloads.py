@@ -45,8 +45,11 @@ def leaf(who: str, path: str) -> str:
 def branch(who: str, path: str) -> str:
     """A sync tool that calls two tools below itself, one in a propagated thread."""
     leaf(who, path + "/l")
-    box: list[str] = []
-    worker = threading.Thread(target=openprogram.propagate(lambda: box.append(leaf(who, path + "/t"))))
+
+    def in_thread() -> None:
+        leaf(who, path + "/t")
+
+    worker = threading.Thread(target=openprogram.propagate(in_thread))
     worker.start()
     worker.join()
     return path
@@ -156,7 +159,7 @@ def check_isolation(store: Store, expected: Expected) -> list[str]:
                 if inputs.get("who") != who:
                     problems.append(f"{session_id}: tool {c.name} of {inputs.get('who')!r} in session of {who!r}")
                     continue
-                path = inputs.get("path")
+                path = str(inputs.get("path"))
                 if path in by_path:
                     problems.append(f"{session_id}: duplicate call at {path}")
                 by_path[path] = c

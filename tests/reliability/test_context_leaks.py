@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import gc
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 import openprogram
@@ -159,12 +159,12 @@ async def test_async_exception_is_the_same_object(any_store: openprogram.Store) 
 
 
 @openprogram.tool
-def numbers(n: int) -> Iterator[int]:
+def numbers(n: int) -> Generator[int, None, None]:
     yield from range(n)
 
 
 @openprogram.tool
-async def anumbers(n: int) -> AsyncIterator[int]:
+async def anumbers(n: int) -> AsyncGenerator[int, None]:
     for i in range(n):
         await asyncio.sleep(0)
         yield i

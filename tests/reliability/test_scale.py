@@ -116,9 +116,9 @@ def test_show_json_streams(wide_session: tuple[str, str]) -> None:
             return len(text)
 
     sink = Sink()
-    store._iter_call_rows = counting_rows  # type: ignore[method-assign]
+    store._iter_call_rows = counting_rows  # type: ignore[method-assign,assignment]
     try:
-        assert _cli.main(["--store", url, "show", session_id, "--json"], out=sink) == 0
+        assert _cli.main(["--store", url, "show", session_id, "--json"], out=sink) == 0  # type: ignore[arg-type]
     finally:
         del store._iter_call_rows
     assert sink.lines == read[0] == scaled(10_000) * 10 + 2
