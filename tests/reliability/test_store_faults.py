@@ -201,3 +201,32 @@ def test_disk_full_by_file_size_limit_then_recovery(tmp_path: Path) -> None:
     store = openprogram.open_store(url)
     _assert_complete(store, result["session_id"], 300)
     assert isinstance(store, SQLiteStore) and store.integrity_check() == "ok"
+
+
+def test_many_sessions_on_an_unusable_store_give_one_warning(tmp_path: Path) -> None:
+    directory = tmp_path / "many"
+    url = f"sqlite:///{directory / 'many.db'}"
+    env = dict(os.environ, OPENPROGRAM_HOME=str(tmp_path / "mhome"), PYTHONPATH=str(ROOT))
+    code = (
+        "import sys, openprogram; from bench.reliability_workloads import leaf\n"
+        "store = openprogram.open_store(sys.argv[1])\n"
+        "for n in range(20):\n"
+        "    with openprogram.session_context(f's{n}', store=store):\n"
+        "        leaf('m', str(n))\n"
+        "print('agent finished', flush=True)\n"
+    )
+    first = subprocess.run([sys.executable, "-c", code, url], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120, check=True)  # fmt: skip
+    assert "agent finished" in first.stdout and "openprogram:" not in first.stderr
+    with read_only(directory) as switch:
+        switch.on()
+        second = subprocess.run([sys.executable, "-c", code, url], cwd=ROOT, env=env, capture_output=True,
+                                text=True, timeout=120, check=False)  # fmt: skip
+        switch.off()
+    assert second.returncode == 0 and "agent finished" in second.stdout, second.stderr
+    lines = [line for line in second.stderr.splitlines() if line.startswith("openprogram:")]
+    outage = [line for line in lines if "cannot" in line]
+    assert len(outage) == 1, lines
+    assert str(directory / "many.db") in outage[0]
+    spilled = [line for line in lines if "openprogram import" in line]
+    assert len(spilled) == 1  # at exit, with the file to load
