@@ -99,16 +99,23 @@ def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_L
 def _subtree_sizes(children: dict[str | None, list[CallRecord]]) -> dict[str, int]:
     """Number of calls below each call, in one pass (counting per collapsed run was quadratic-ish)."""
     order: list[str] = []
-    todo = [c.call_id for c in children.get(None, [])]
+    todo = [c.call_id for c in children.get(None, ())]
+    get_kids = children.get
     while todo:
         call_id = todo.pop()
         order.append(call_id)
-        todo.extend(c.call_id for c in children.get(call_id, ()))
-    sizes: dict[str, int] = {}
-    for call_id in reversed(order):  # children before parents
-        kids = children.get(call_id)
+        kids = get_kids(call_id)
         if kids:
-            sizes[call_id] = sum(1 + sizes.get(k.call_id, 0) for k in kids)
+            todo.extend([k.call_id for k in kids])
+    sizes: dict[str, int] = {}
+    get_size = sizes.get
+    for call_id in reversed(order):  # children before parents
+        kids = get_kids(call_id)
+        if kids:
+            total = len(kids)
+            for kid in kids:
+                total += get_size(kid.call_id, 0)
+            sizes[call_id] = total
     return sizes
 
 
