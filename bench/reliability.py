@@ -156,9 +156,10 @@ def show(tmp: Path, scale: float) -> None:
         figure("show", f"{calls:,}-call session: lines drawn", len(lines))
         # --json in a fresh process each, so ru_maxrss is that process's peak.
         code = (
-            "import resource, sys; from openprogram._cli import main; "
+            "from openprogram._cli import main; "
             f"main(['--store', {url!r}, 'show', {session_id!r}, '--json'], out=open('/dev/null', 'w')); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+            # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it would report this (parent) process.
+            "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
         )
         started = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
