@@ -1,1 +1,1 @@
-"""Benchmarks and long reliability runs (``python -m bench.reliability``)."""
+"""Benchmarks; run them all with ``python -m bench`` (see README.md)."""

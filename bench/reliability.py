@@ -17,6 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script (bench/__main__.py runs scripts by path)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import openprogram
 from openprogram.stores.sqlite import SQLiteStore
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,17 +10,7 @@ import openprogram
 import pytest
 from openprogram import _writer
 from openprogram.stores.sqlite import SQLiteStore
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the workloads live in bench/, shared with the long runs
-    sys.path.insert(0, str(ROOT))
-
-#: Scale knob for CI: OPENPROGRAM_RELIABILITY_SCALE=10 runs ten times the default counts.
-SCALE = float(os.environ.get("OPENPROGRAM_RELIABILITY_SCALE", "1"))
-
-
-def scaled(n: int) -> int:
-    return max(1, int(n * SCALE))
+from reliability_support import WarningCounter
 
 
 @pytest.fixture(autouse=True)
@@ -58,19 +46,6 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[openpr
         yield store
         openprogram.flush()
         store.close()
-
-
-class WarningCounter(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    @property
-    def messages(self) -> list[str]:
-        return [r.getMessage() for r in self.records]
 
 
 @pytest.fixture

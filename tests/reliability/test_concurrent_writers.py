@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from conftest import scaled
+from reliability_support import scaled
 
 from bench.reliability_workloads import check_writers, run_writers
 

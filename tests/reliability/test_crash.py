@@ -7,8 +7,8 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from conftest import scaled
 from openprogram.stores.sqlite import SQLiteStore
+from reliability_support import scaled
 
 from bench.reliability_workloads import check_after_crashes, crash_once
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openprogram
 import pytest
-from conftest import scaled
+from reliability_support import scaled
 
 from bench.reliability_workloads import FRAMEWORK_WORKLOADS, WorkloadUnavailable, check_isolation, run_isolation
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from conftest import scaled
 from openprogram import _cli, _writer
+from reliability_support import scaled
 
 from bench.reliability_workloads import record_wide_session, step
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from conftest import ROOT, WarningCounter
-from faults import fill, read_only, small_filesystem
 from openprogram import _writer
 from openprogram.stores.sqlite import SQLiteStore
+from reliability_faults import fill, read_only, small_filesystem
+from reliability_support import ROOT, WarningCounter
 
 from bench.reliability_workloads import leaf
 
