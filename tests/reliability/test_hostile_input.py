@@ -139,6 +139,11 @@ def test_secret_looking_values_are_redacted(secret: str, key: str) -> None:
     assert secret not in text
 
 
+@pytest.mark.parametrize("key", SECRET_KEYS)
+def test_every_listed_secret_key_is_redacted(key: str) -> None:
+    assert capture({key: "hunter2-value"}) == {key: REDACTED}
+
+
 def test_positional_secret_argument_is_redacted() -> None:
     captured = capture_arguments(("user", "password"), ("ann", "hunter2-long"), None)
     assert captured == {"user": "ann", "password": REDACTED}
