@@ -159,7 +159,9 @@ def _walk(value: object, lim: Limits, budget: _Budget, depth: int, seen: set[int
         return value
     if kind is int:
         budget.left -= 20
-        return value if -(2**63) <= value < 2**63 else str(value)  # type: ignore[operator]
+        if -(2**63) <= value < 2**63:  # type: ignore[operator]
+            return value
+        return _big_int(value)  # type: ignore[arg-type]
     if kind is float:
         budget.left -= 24
         return value if math.isfinite(value) else str(value)  # type: ignore[arg-type]
@@ -205,6 +207,14 @@ def _walk(value: object, lim: Limits, budget: _Budget, depth: int, seen: set[int
     text = _describe(value, lim)
     budget.left -= len(text) + 2
     return text
+
+
+def _big_int(value: int) -> str:
+    # str() of an int past 4300 digits raises ValueError (Python >= 3.11), which would lose the whole capture.
+    try:
+        return _clip(str(value), 64)
+    except ValueError:
+        return f"<int of {value.bit_length()} bits>"
 
 
 def _walk_mapping(value: Mapping[Any, Any], lim: Limits, budget: _Budget, depth: int, seen: set[int]) -> Any:

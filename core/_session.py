@@ -59,7 +59,9 @@ def _exists(store: Store, session_id: str) -> bool:
     try:
         return store.session_exists(session_id)
     except Exception as exc:  # an unusable store never stops the agent
-        logger.warning("openprogram: cannot check session %s in store %s: %s", session_id, store.url, exc)
+        # Not a warning: the writer gives the one warning of this outage when it cannot
+        # write the turn; one warning per session entered would flood a busy agent's log.
+        logger.info("openprogram: cannot check session %s in store %s: %s", session_id, store.url, exc)
         return False
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "INTERVAL",
     "MAX_PENDING_ROWS",
     "QUEUE_HIGH_WATER",
+    "BATCH_ROWS",
     "enqueue",
     "ensure_started",
     "flush",
@@ -57,8 +58,10 @@ INTERVAL = 0.05
 """Seconds between writer cycles when nobody is waiting on a flush."""
 MAX_PENDING_ROWS = 200_000
 """Rows kept in memory per failing store before they are spilled to a file."""
-QUEUE_HIGH_WATER = 200_000
-"""Recorded calls not yet encoded past which recording threads wait for the writer."""
+QUEUE_HIGH_WATER = 50_000
+"""Recorded calls not yet encoded past which recording threads wait for the writer (~15 MB)."""
+BATCH_ROWS = 5_000
+"""Rows encoded and written per transaction; a cycle writes as many batches as are queued."""
 HEARTBEAT_EVERY = 10.0
 _RETRY_MAX = 30.0
 
@@ -151,6 +154,26 @@ _ids.every_4096_calls = _throttle
 # --- encoding ---------------------------------------------------------------------
 
 
+_MAX_NAME = 1024
+
+
+def _text(value: Any, limit: int = _MAX_NAME) -> Any:
+    """A text column as every store can take it: valid UTF-8 (lone surrogates escaped), bounded.
+
+    One exception message or node name with a lone surrogate used to make the whole
+    batch unwritable, so every later record of the process waited for a spill.
+    """
+    if value is None:
+        return None
+    if type(value) is not str:
+        value = str(value)
+    if len(value) > limit:
+        value = value[:limit] + "...[truncated]"
+    if not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     handle = rec[1]
     names = rec[6]
@@ -185,8 +208,9 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     else:
         out, status, error, ended = None, "running", None, None
     return (
-        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], rec[4], rec[5], status,
-        inputs, out, error, None if attributes is None else capture_json(attributes),
+        # ids, kinds and frameworks are ours; names and errors may hold any text.
+        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], _text(rec[4]), rec[5],
+        status, inputs, out, _text(error, 8192), None if attributes is None else capture_json(attributes),
         rec[10], ended, owner,
     )  # fmt: skip
 
@@ -200,8 +224,8 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         note = dumps(f"<capture failed: {type(exc).__name__}>")
         final = len(rec) > 11
         return (
-            rec[0], rec[1].session_id, rec[1].turn_id, rec[2], str(rec[3]), str(rec[4]), rec[5],
-            rec[11] if final else "running", note, note if final else None, rec[13] if final else None,
+            rec[0], rec[1].session_id, rec[1].turn_id, _text(rec[2]), _text(rec[3]), _text(rec[4]), _text(rec[5]),
+            rec[11] if final else "running", note, note if final else None, _text(rec[13], 8192) if final else None,
             None, rec[10], rec[14] if final else None, owner,
         )  # fmt: skip
 
@@ -219,13 +243,37 @@ def _cycle() -> None:
 
 
 def _cycle_locked() -> None:
-    markers: list[_Marker] = []
+    # What is queued now is taken in batches of BATCH_ROWS, each written before the next is
+    # encoded: taking it all at once held the whole queue twice (records, then encoded rows),
+    # 150+ MB for a 1,000,000-call session.
     owner = _ids.process_owner()
+    remaining = len(queue)
+    while True:
+        take = min(remaining, BATCH_ROWS)
+        remaining -= take
+        markers = _drain(take, owner)
+        if remaining <= 0:
+            _note_running(owner)
+        all_ok = _write_all(owner)
+        for marker in markers:
+            marker.ok = all_ok
+            marker.done.set()
+            for callback in marker.callbacks:
+                try:
+                    callback(all_ok)
+                except Exception:
+                    pass
+        if remaining <= 0:
+            return
+
+
+def _drain(count: int, owner: str) -> list[_Marker]:
+    """Encode ``count`` queued items into their stores' pending rows; return the flush markers among them."""
+    markers: list[_Marker] = []
     popleft = queue.popleft
-    touched: set[_StoreState] = set()
     last_store: Store | None = None
-    state = None
-    for _ in range(len(queue)):
+    state: _StoreState | None = None
+    for _ in range(count):
         item = popleft()
         kind = type(item)
         if kind is tuple:
@@ -241,39 +289,36 @@ def _cycle_locked() -> None:
             if state.running:
                 state.running.discard(row[0])
         elif kind is list:
-            state = _state(item[4])
-            state.pending_sessions.append((item[0], item[1], item[2], item[3]))
+            _state(item[4]).pending_sessions.append((item[0], item[1], item[2], item[3]))
         elif kind is dict:
-            state = _state(item["store"])
-            state.pending_aliases.append(item["alias"])
+            _state(item["store"]).pending_aliases.append(item["alias"])
         else:
             markers.append(item)
-            continue
-        touched.add(state)
-    # Calls still running are written as such, so a crash leaves them visible.
+    return markers
+
+
+def _note_running(owner: str) -> None:
+    """Calls still running are written as such, so a crash leaves them visible."""
     for call_id, rec in list(inflight.items()):
         state = _state(rec[1].store)
         if call_id not in state.running:
             state.running.add(call_id)
             state.pending_calls.append(_encode_safely(rec, owner))
-            touched.add(state)
+
+
+def _write_all(owner: str) -> bool:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
-        pending = state.pending_calls or state.pending_sessions or state.pending_aliases
-        if pending or (state.running and now - state.last_beat > HEARTBEAT_EVERY):
-            if not _write(state, owner, now):
-                all_ok = False
-        elif state.failing and not _write(state, owner, now):  # probe: the backlog may all be spilled
+        # A failing store is probed even with nothing pending (e.g. all spilled), else it
+        # would count as failing, and flush() return False, until the next record.
+        due = (
+            state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing
+            or (state.running and now - state.last_beat > HEARTBEAT_EVERY)
+        )  # fmt: skip
+        if due and not _write(state, owner, now):
             all_ok = False
-    for marker in markers:
-        marker.ok = all_ok
-        marker.done.set()
-        for callback in marker.callbacks:
-            try:
-                callback(all_ok)
-            except Exception:
-                pass
+    return all_ok
 
 
 def _write(state: _StoreState, owner: str, now: float) -> bool:
@@ -285,7 +330,7 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         if state.failing or (state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls)):
             store.heartbeat(owner, now)
             state.last_beat = now
-        if state.pending_calls or state.pending_sessions or state.pending_aliases:
+        if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
             store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
     except Exception as exc:
         if not state.failing:
@@ -300,7 +345,8 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         _bound(state)
         return False
     if state.failing:
-        logger.warning("openprogram: store %s is writable again; buffered records were written", store.url)
+        # Info, not a warning: an outage gives exactly one warning (its start).
+        logger.info("openprogram: store %s is writable again; buffered records were written", store.url)
     state.failing = False
     state.backoff = 1.0
     state.pending_calls = []

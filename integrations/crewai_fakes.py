@@ -59,7 +59,7 @@ class _Script:
         items = messages if isinstance(messages, list) else [messages]
         return sum(len(_text(m)) for m in items) // 4
 
-    def call(  # noqa: PLR0917 - CrewAI's signature
+    def call(
         self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
         from_task: Any = None, from_agent: Any = None, response_model: Any = None,
     ) -> Any:  # fmt: skip
@@ -87,7 +87,7 @@ class _Script:
             return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
         return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
 
-    async def acall(  # noqa: PLR0917 - CrewAI's signature
+    async def acall(
         self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
         from_task: Any = None, from_agent: Any = None, response_model: Any = None,
     ) -> Any:  # fmt: skip

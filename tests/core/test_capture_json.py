@@ -8,7 +8,6 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from openprogram._capture import REDACTED, capture, capture_json, limits
 
 
