@@ -382,7 +382,7 @@ def _scalar_json(value: Any, lim: Limits) -> str:
             value = _clip(value, lim.max_string)
         return _encode_string(value)
     if kind is int:
-        return str(value) if -(2**63) <= value < 2**63 else _encode_string(str(value))
+        return str(value) if -_BIG < value < _BIG else _encode_string(_big_int(value))
     if kind is bool:
         return "true" if value else "false"
     if value is None:
