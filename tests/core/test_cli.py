@@ -196,7 +196,9 @@ def test_demo_then_continue(isolated_home: Path) -> None:
     turns = [c for c in calls if c.kind == "turn"]
     assert len(turns) == 2
     assert len({t.turn_id for t in turns}) == 2
-    assert all(c.status == "ok" for c in calls)
+    # "interrupted" is a human-in-the-loop pause when the LangGraph demo runs too.
+    assert all(c.status in ("ok", "interrupted") for c in calls)
+    assert all(c.status == "ok" for c in calls if c.framework is None)
     # The plain-Python agent: async tools and a threaded tool calling each other, all attributed.
     by_id = {c.call_id: c for c in calls}
     for c in calls:
