@@ -258,9 +258,29 @@ def semantic_kernel_workload() -> AsyncWorkload:
 def crewai_workload() -> AsyncWorkload:
     """A crew with one agent driven by the scripted offline LLM, whose tool calls our tools."""
     _require("crewai", "crewai")
-    raise WorkloadUnavailable(
-        "crewai workload needs the scripted LLM from /work/shared/recipes wired in; write it when the adapter lands"
-    )
+    from openprogram.integrations.crewai_fakes import offline_environment, scripted_llm
+
+    offline_environment()  # telemetry and tracing off before crewai is imported
+    from crewai import Agent, Crew, Task
+    from crewai.tools import tool as crewai_tool
+
+    openprogram.instrument("crewai")
+
+    @crewai_tool("crew_branch")
+    def crew_branch(who: str, path: str) -> str:
+        """Run the branch tool under ``path``."""
+        return branch(who, path + "/x")
+
+    async def run(who: str) -> set[str]:
+        # The model's script names this session's owner, so a tool call that landed in
+        # another session would carry the wrong ``who`` and be caught by the checker.
+        llm = scripted_llm([("crew_branch", {"who": who, "path": "c1"})], final=f"done {who}")
+        agent = Agent(role="Worker", goal="run the tool", backstory="offline", llm=llm, tools=[crew_branch])
+        task = Task(description="run the branch tool", expected_output="text", agent=agent)
+        await Crew(agents=[agent], tasks=[task]).kickoff_async()
+        return {"c1", "c1/x", "c1/x/l", "c1/x/t"}
+
+    return run
 
 
 FRAMEWORK_WORKLOADS: dict[str, Callable[[], AsyncWorkload]] = {
