@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+from openprogram.integrations.crewai_fakes import CREWAI_OFFLINE_ENV  # imports no crewai
+
 # CrewAI reads these at import time: set them before anything imports crewai.
 _home = tempfile.mkdtemp(prefix="openprogram_crewai_home_")
 os.environ.update(
@@ -12,13 +14,8 @@ os.environ.update(
         "HOME": _home,
         "XDG_DATA_HOME": f"{_home}/.local/share",
         "CREWAI_STORAGE_DIR": f"{_home}/crewai_storage",
-        "CREWAI_DISABLE_TELEMETRY": "true",
-        "CREWAI_DISABLE_TRACKING": "true",
-        "OTEL_SDK_DISABLED": "true",
-        "CREWAI_TRACING_ENABLED": "false",
-        "CREWAI_TESTING": "true",
-        "CREWAI_DISABLE_VERSION_CHECK": "true",
         "OPENPROGRAM_HOME": f"{_home}/openprogram",
+        **CREWAI_OFFLINE_ENV,
     }
 )
 
