@@ -16,11 +16,15 @@ nox.options.error_on_missing_interpreters = True
 PYTHON = os.environ.get("OPENPROGRAM_NOX_PYTHON", "3.11")
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"]
 
-# framework -> (pip requirement template, [lowest declared, latest])
-FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
-    "langgraph": ("langgraph{spec}", ["==1.0.0", ""]),
-    "crewai": ("crewai{spec}", ["==1.15.0", ""]),
-    "semantic_kernel": ("semantic-kernel{spec}", ["==1.30.0", ""]),
+# framework -> {"lowest": the lowest declared set, pinned together; "latest": unpinned}
+FRAMEWORKS: dict[str, dict[str, list[str]]] = {
+    # langgraph-prebuilt is a separate package: its newest release needs a newer langgraph.
+    "langgraph": {
+        "lowest": ["langgraph==1.0.0", "langgraph-prebuilt==1.0.2", "langchain-core==1.0.0"],
+        "latest": ["langgraph", "langchain-core"],
+    },
+    "crewai": {"lowest": ["crewai==1.15.0"], "latest": ["crewai"]},
+    "semantic_kernel": {"lowest": ["semantic-kernel==1.30.0"], "latest": ["semantic-kernel"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test.
@@ -52,13 +56,10 @@ def postgres(session: nox.Session) -> None:
 
 
 def _framework_session(name: str) -> None:
-    requirement, versions = FRAMEWORKS[name]
-
     @nox.session(name=name, python=PYTHON)
-    @nox.parametrize("version", [v or "latest" for v in versions])
+    @nox.parametrize("version", list(FRAMEWORKS[name]))
     def run(session: nox.Session, version: str) -> None:
-        spec = "" if version == "latest" else version
-        session.install("-e", f".[{EXTRAS[name]}]", requirement.format(spec=spec), *TEST_DEPS, *TEST_EXTRAS[name])
+        session.install("-e", f".[{EXTRAS[name]}]", *FRAMEWORKS[name][version], *TEST_DEPS, *TEST_EXTRAS[name])
         _pytest(session, f"tests/integrations/{name}")
 
     run.__doc__ = f"{name} adapter tests at the lowest declared and the latest version."
