@@ -88,5 +88,8 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """All benchmarks (figures printed as ratios against baselines measured in the same run)."""
-    session.install("-e", ".[all]", "opentelemetry-sdk")
+    session.install(
+        "-e", ".[all]", *TEST_DEPS, "opentelemetry-sdk",
+        "openinference-instrumentation-langchain", "openinference-instrumentation-crewai",
+    )  # fmt: skip
     session.run("python", "-m", "bench", *session.posargs)
