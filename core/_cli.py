@@ -8,10 +8,10 @@ import json
 import logging
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from typing import Any, NamedTuple, Protocol, TextIO
 
 from ._ids import InvalidSessionId, validate_session_id
-from .stores import CallRecord, Store, StoreError, open_store, safe_url
+from .stores import Store, StoreError, open_store, safe_url
 
 __all__ = ["main", "render_tree"]
 
@@ -25,14 +25,57 @@ def _when(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _duration(call: CallRecord) -> str:
+class _TreeCall(NamedTuple):
+    """A call as ``show`` draws it: a stored row, without building a CallRecord."""
+
+    call_id: str
+    session_id: str
+    turn_id: str
+    parent_id: str | None
+    kind: str
+    name: str
+    framework: str | None
+    status: str
+    inputs: Any
+    output: Any
+    error: str | None
+    attributes: Any
+    started_at: float
+    ended_at: float | None
+    owner: str
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+class _Drawable(Protocol):
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def framework(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def duration(self) -> float | None: ...
+
+
+def _duration(call: _Drawable) -> str:
     d = call.duration
     if d is None:
         return "-"
     return f"{d * 1000:.1f}ms" if d < 1 else f"{d:.2f}s"
 
 
-def _label(call: CallRecord) -> str:
+def _label(call: _Drawable) -> str:
     fw = f" ({call.framework})" if call.framework else ""
     text = f"{call.kind} {call.name}{fw} [{call.status}] {_duration(call)}"
     if call.error:
@@ -40,11 +83,11 @@ def _label(call: CallRecord) -> str:
     return text
 
 
-def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_LINES) -> int:
-    """Draw the call tree; runs of alike siblings collapse into one line. Returns lines drawn."""
-    children: dict[str | None, list[CallRecord]] = {}
+def render_tree(calls: Iterable[_Drawable], out: TextIO, max_lines: int = MAX_LINES) -> int:
+    """Draw the call tree (of CallRecords); runs of alike siblings collapse into one line. Returns lines drawn."""
+    children: dict[str | None, list[_Drawable]] = {}
     ids: set[str] = set()
-    ordered: list[CallRecord] = []
+    ordered: list[_Drawable] = []
     for call in calls:
         ordered.append(call)
         ids.add(call.call_id)
@@ -53,11 +96,11 @@ def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_L
         children.setdefault(parent, []).append(call)
     below = _subtree_sizes(children)
     lines = 0
-    stack: list[tuple[CallRecord | str, str, bool]] = []
+    stack: list[tuple[_Drawable | str, str, bool]] = []
 
     def push_children(parent: str | None, prefix: str) -> None:
         kids = children.get(parent, [])
-        groups: list[CallRecord | str] = []
+        groups: list[_Drawable | str] = []
         i = 0
         while i < len(kids):
             j = i
@@ -97,7 +140,7 @@ def render_tree(calls: Iterable[CallRecord], out: TextIO, max_lines: int = MAX_L
     return lines
 
 
-def _subtree_sizes(children: dict[str | None, list[CallRecord]]) -> dict[str, int]:
+def _subtree_sizes(children: dict[str | None, list[_Drawable]]) -> dict[str, int]:
     """Number of calls below each call, in one pass (counting per collapsed run was quadratic-ish)."""
     order: list[str] = []
     todo = [c.call_id for c in children.get(None, ())]
@@ -159,7 +202,7 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         return 0
     out.write(f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls  "
               f"created {_when(info.created_at)}  updated {_when(info.updated_at)}\n")  # fmt: skip
-    render_tree(store.iter_calls(session_id, captures=False), out, max_lines=args.max_lines)
+    render_tree(map(_TreeCall._make, store.iter_tree_rows(session_id)), out, max_lines=args.max_lines)
     return 0
 
 

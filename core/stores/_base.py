@@ -149,8 +149,12 @@ class Store(abc.ABC):
         """The session bound to a framework run identity, or None."""
 
     @abc.abstractmethod
-    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
-        """Rows of one session in start order (ties broken by call id)."""
+    def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
+        """Rows of one session in start order (ties broken by call id).
+
+        With ``captures=False`` a backend may leave ``inputs``, ``output`` and
+        ``attributes`` out (None) so they are never read.
+        """
 
     @abc.abstractmethod
     def _heartbeats(self) -> dict[str, float]:
@@ -166,7 +170,7 @@ class Store(abc.ABC):
 
         flush_store(self)
         liveness = _Liveness(self)
-        for row in self._iter_call_rows(session_id):
+        for row in self._iter_call_rows(session_id, captures):
             status = row[7]
             if status == "running" and not liveness.alive(row[14]):
                 status = "interrupted"
@@ -182,6 +186,21 @@ class Store(abc.ABC):
                 inputs, output, row[10], row[12], row[13], attributes,
             ), strict=True))  # fmt: skip
             yield record
+
+    def iter_tree_rows(self, session_id: str) -> Iterator[CallRow]:
+        """Raw rows for drawing a call tree: captures left out (None), ``interrupted`` resolved.
+
+        The cheapest way to read a large session: no record object per call.
+        """
+        from .._writer import flush_store
+
+        flush_store(self)
+        liveness = _Liveness(self)
+        for row in self._iter_call_rows(session_id, False):
+            if row[7] == "running" and not liveness.alive(row[14]):
+                yield (*row[:7], "interrupted", *row[8:])
+            else:
+                yield row
 
     def list_calls(self, session_id: str) -> list[CallRecord]:
         """Every call of one session, in start order."""

@@ -66,7 +66,7 @@ class MemoryStore(Store):
             row = self._sessions.get(session_id)
             return None if row is None else self._info(row)
 
-    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+    def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         with self._lock:
             rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
         rows.sort(key=lambda r: (r[12], r[0]))

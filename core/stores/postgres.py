@@ -95,6 +95,11 @@ _COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
     "inputs, output, error, attributes, started_at, ended_at, owner"
 )
+# What a call tree needs: the captures are never read.
+_TREE_COLUMNS = (
+    "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
+    "NULL, NULL, error, NULL, started_at, ended_at, owner"
+)
 _STAGE = "CREATE TEMP TABLE IF NOT EXISTS openprogram_stage (LIKE calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 # A running row may be replaced by its final row; a final row is never replaced.
 _MERGE_CALLS = (
@@ -468,7 +473,7 @@ class PostgresStore(Store):
     def _heartbeats(self) -> dict[str, float]:
         return {str(owner): float(at) for owner, at in self._query("SELECT owner, at FROM heartbeats", ())}
 
-    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+    def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         """Stream through a server-side cursor on a connection of its own (constant memory)."""
         import psycopg
 
@@ -478,7 +483,9 @@ class PostgresStore(Store):
             with conn.cursor(name="openprogram_calls") as cur:
                 cur.itersize = 2000
                 cur.execute(
-                    f"SELECT {_COLUMNS} FROM calls WHERE session_id = %s ORDER BY started_at, call_id", (session_id,)
+                    f"SELECT {_COLUMNS if captures else _TREE_COLUMNS} FROM calls WHERE session_id = %s "
+                    "ORDER BY started_at, call_id",
+                    (session_id,),
                 )
                 yield from cur
             conn.rollback()

@@ -69,6 +69,12 @@ UPSERT_CALL = (
     "error = excluded.error, attributes = excluded.attributes, ended_at = excluded.ended_at "
     "WHERE calls.status = 'running' AND excluded.status != 'running'"
 )
+_ALL_COLUMNS = "*"
+# What a call tree needs: the captures (often most of a row's bytes) are never read.
+_TREE_COLUMNS = (
+    "call_id, session_id, turn_id, parent_id, kind, name, framework, status, NULL, NULL, error, NULL, "
+    "started_at, ended_at, owner"
+)
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
     "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
@@ -238,13 +244,15 @@ class SQLiteStore(Store):
             conn.close()
         return None if row is None else SessionInfo(*row)
 
-    def _iter_call_rows(self, session_id: str) -> Iterator[CallRow]:
+    def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         if self._absent():
             return
         conn = self._reader()
         try:
             cursor = conn.execute(
-                "SELECT * FROM calls WHERE session_id = ? ORDER BY started_at, call_id", (session_id,)
+                f"SELECT {_ALL_COLUMNS if captures else _TREE_COLUMNS} FROM calls WHERE session_id = ? "
+                "ORDER BY started_at, call_id",
+                (session_id,),
             )
             while True:
                 rows = cursor.fetchmany(2000)

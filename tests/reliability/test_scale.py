@@ -97,8 +97,8 @@ def test_show_json_streams(wide_session: tuple[str, str]) -> None:
     lag: list[int] = []
     original = store._iter_call_rows
 
-    def counting_rows(sid: str):  # type: ignore[no-untyped-def]
-        for row in original(sid):
+    def counting_rows(sid: str, captures: bool = True):  # type: ignore[no-untyped-def]
+        for row in original(sid, captures):
             read[0] += 1
             yield row
 
