@@ -237,18 +237,24 @@ def _walk_mapping(value: Mapping[Any, Any], lim: Limits, budget: _Budget, depth:
 _NOTHING: Final = object()
 
 
+_model_fields: dict[type, tuple[str, ...]] = {}
+
+
 def _convert_object(value: object) -> Any:
     """Plain data for dataclasses and pydantic models, else ``_NOTHING``."""
     try:
         kind = type(value)
         if hasattr(kind, "__pydantic_fields__"):
-            # A pydantic v2 model keeps its field values in __dict__: reading them is ~20x
+            # A pydantic v2 model keeps its field values in __dict__: reading them is much
             # cheaper than model_dump(), and nested models are converted as they are reached.
-            fields = dict(value.__dict__)
-            extra = getattr(value, "__pydantic_extra__", None)
-            if extra:
-                fields.update(extra)
-            return fields
+            # Fields the model excludes from dumps (often clients or keys) stay out.
+            names = _model_fields.get(kind)
+            if names is None:
+                names = _model_fields[kind] = tuple(
+                    name for name, info in kind.__pydantic_fields__.items() if not getattr(info, "exclude", False)
+                )
+            state = value.__dict__
+            return {name: state[name] for name in names if name in state}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
         dump = getattr(kind, "model_dump", None)
