@@ -470,6 +470,8 @@ def _at_exit() -> None:
     thread = _thread
     if thread is not None and thread.is_alive():
         thread.join(5.0)
+    for state in _states.values():
+        state.retry_at = 0.0  # a failing store gets one last try, whatever its back-off, before the spill
     _cycle()
     for state in _states.values():
         if state.pending_calls or state.pending_sessions or state.pending_aliases:

@@ -116,9 +116,13 @@ class SQLiteStore(Store):
                 os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
             conn = self._connect()
             try:
-                conn.executescript(_SCHEMA)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                conn.commit()
+                # One write transaction taken up front: processes opening a new store at the same
+                # moment wait for each other (busy timeout) instead of failing at once, as the
+                # read-then-write of each CREATE ... IF NOT EXISTS on its own would.
+                conn.executescript(
+                    f"BEGIN IMMEDIATE; {_SCHEMA}; INSERT OR IGNORE INTO meta VALUES "
+                    f"('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+                )
                 found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             finally:
                 conn.close()
