@@ -8,7 +8,7 @@ made, kept as a call DAG. ``session_context`` installs the session;
 from __future__ import annotations
 
 from ._capture import Limits, set_limits
-from ._context import SessionHandle, current_call_id, get_current_session, require_current_session
+from ._context import NoSessionError, SessionHandle, current_call_id, get_current_session, require_current_session
 from ._ids import InvalidSessionId
 from ._instrument import DidNotEnable, instrument, instrumented, uninstrument
 from ._propagation import ContextThreadPoolExecutor, propagate
@@ -26,6 +26,7 @@ __all__ = [
     "DidNotEnable",
     "InvalidSessionId",
     "Limits",
+    "NoSessionError",
     "SessionHandle",
     "SessionInfo",
     "Store",

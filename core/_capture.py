@@ -16,7 +16,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 __all__ = [
@@ -28,8 +28,9 @@ __all__ = [
     "bind_arguments",
     "capture_arguments",
     "capture_json",
-    "CapturedJSON",
     "arguments_json",
+    "json_string",
+    "mapping_json",
     "dumps",
     "scalar_json",
     "is_secret_key",
@@ -290,12 +291,6 @@ def capture(value: object) -> Any:
         return f"<capture failed: {type(exc).__name__}>"
 
 
-class CapturedJSON(str):
-    """JSON text of a finished capture (bounded, redacted): stored as it is."""
-
-    __slots__ = ()
-
-
 # What might need redaction in an encoded text, as supersets of what the careful
 # walk redacts: credential-looking strings, passwords in connection strings,
 # secret-looking keys. Literal prefixes keep the regex scans at C speed.
@@ -340,23 +335,40 @@ def _fast_default(value: Any) -> Any:
     return _describe(value, _limits)
 
 
-_fast_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_fast_default).encode
+def _make_fast_encode() -> Any:
+    # The C encoder made once: JSONEncoder.encode() builds a new one on every call, which
+    # cost more than encoding a small value. No cycle markers: a cycle ends in the C
+    # encoder's RecursionError, and the careful walk takes over.
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator (e.g. PyPy)
+        return json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_fast_default).encode
+    chunks = make(None, _fast_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(chunks(value, 0))
+
+    return encode
 
 
-def capture_json(value: object) -> CapturedJSON:
+_fast_encode: Callable[[Any], str] = _make_fast_encode()
+
+
+def capture_json(value: object) -> str:
     """``dumps(capture(value))``, computed in C when nothing needs cutting or redacting. Never raises.
 
     The JSON encoder does the walk; when its text is within ``max_chars`` and
     holds nothing that might need redacting, that text is the capture. Otherwise
     (too big, cyclic, odd keys, NaN, anything secret-looking) the careful walk runs.
     """
+    text: str | None
     try:
         text = _fast_encode(value)
     except Exception:  # cycles, non-string keys, NaN, depth, a failing model_dump: take the careful path
         text = None
     if text is None or len(text) > _limits.max_chars or _needs_care(text):
         text = dumps(capture(value))
-    return CapturedJSON(text)
+    return text
 
 
 def capture_arguments(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> Any:
@@ -380,6 +392,8 @@ def bind_arguments(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mappin
 
 
 _encode_string = json.encoder.encode_basestring_ascii
+json_string: Final = _encode_string
+"""A str as JSON text, ASCII-only (for adapters building attribute JSON from their framework's own ids)."""
 _REDACTED_JSON: Final = '"' + REDACTED + '"'
 
 
@@ -467,6 +481,22 @@ def _arguments_json_general(
             parts.append(_encode_string(key) + ":" + (_REDACTED_JSON if is_secret_key(key) else _scalar_json(arg, lim)))
     text = "{" + ",".join(parts) + "}"
     return text if len(text) <= lim.max_chars * 2 else dumps(capture_arguments(names, args, kwargs))
+
+
+def mapping_json(value: Mapping[str, Any]) -> str:
+    """JSON text of ``capture(value)``: built directly for a small flat dict of scalars under
+    str keys (the shape of attributes), else through :func:`capture_json`."""
+    if type(value) is dict and 0 < len(value) <= 16:
+        values = tuple(value.values())
+        for item in values:
+            if type(item) not in ATOMIC_TYPES:
+                return capture_json(value)
+        keys = tuple(value)
+        for key in keys:
+            if type(key) is not str:
+                return capture_json(value)
+        return arguments_json(keys, values, None)
+    return capture_json(value)
 
 
 def scalar_json(value: Any) -> str:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .stores import Store
 
 __all__ = [
+    "NoSessionError",
     "SessionHandle",
     "call_var",
     "current_call_id",
@@ -23,6 +24,10 @@ __all__ = [
     "require_current_session",
     "session_var",
 ]
+
+
+class NoSessionError(RuntimeError):
+    """Raised by an instrumented call made with no session under the ``"error"`` no-session policy."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -8,6 +8,7 @@ and ended (its final record queued for the background writer). Adapters use
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from contextvars import Token
@@ -15,11 +16,11 @@ from types import TracebackType
 from typing import Any
 
 from ._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_text
-from ._context import SessionHandle, call_var, session_var
+from ._context import NoSessionError, SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._writer import inflight, queue
 
-__all__ = ["begin_call", "call_scope", "describe_error", "end_call", "status_of"]
+__all__ = ["begin_call", "call_scope", "close_call", "describe_error", "end_call", "open_call", "status_of"]
 
 logger = logging.getLogger("openprogram")
 
@@ -51,12 +52,13 @@ def begin_call(
     name: str,
     framework: str | None = None,
     inputs: Any = None,
-    attributes: dict[str, Any] | None = None,
+    attributes: dict[str, Any] | str | None = None,
     call_id: str | None = None,
 ) -> tuple[Any, ...]:
     """Record the start of a call and return its record (not yet made current).
 
     ``inputs`` are captured now (a snapshot: later mutation does not change the record).
+    ``attributes`` is a dict, or its JSON text when the caller built it already.
     """
     if call_id is None:
         call_id = new_call_id()
@@ -64,7 +66,7 @@ def begin_call(
         names = None
     else:
         names, inputs = PRECAPTURED, capture_json(inputs)
-    rec = (call_id, handle, parent_id, kind, name, framework, names, inputs, None, attributes, time.time())
+    rec = (call_id, handle, parent_id, kind, name, framework, names, inputs, None, attributes or None, time.time())
     inflight[call_id] = rec
     return rec
 
@@ -84,15 +86,72 @@ def end_call(
     if inflight.pop(rec[0], None) is None:
         return
     if attributes:
-        merged = dict(rec[9] or {})
+        start = rec[9]
+        merged = dict(json.loads(start) if type(start) is str else start or {})
         merged.update(attributes)
         rec = rec[:9] + (merged,) + rec[10:]
     if output is not None and type(output) not in ATOMIC_TYPES:
-        output = capture_json(output)  # a snapshot, as for inputs
+        output = (capture_json(output),)  # a snapshot, as for inputs; the 1-tuple marks it as JSON text
     if exc is None:
         queue.append(rec + (status or "ok", output, None, time.time()))
     else:
         queue.append(rec + (status or status_of(exc), output, describe_error(exc), time.time()))
+
+
+#: What :func:`open_call` returns: the call's record, the current-call token, the session token (or None).
+Opened = tuple[tuple[Any, ...], Token[Any], "Token[Any] | None"]
+
+
+def open_call(
+    kind: str,
+    name: str,
+    framework: str | None = None,
+    inputs: Any = None,
+    attributes: dict[str, Any] | str | None = None,
+) -> Opened | None:
+    """Begin a call under the current call of the current session and make it current.
+
+    The lean twin of ``call_scope(...).enter()`` for adapters' per-node and per-tool
+    hooks: no scope object, no explicit session or parent. With no session the
+    no-session policy applies (an implicit session is opened and made current
+    until :func:`close_call`). Returns None when the call runs unrecorded; never
+    raises, except the "error" policy's RuntimeError.
+    """
+    try:
+        handle = session_var.get()
+        if handle is None:
+            from ._session import implicit_session
+
+            handle = implicit_session(f"{kind} {name!r}")
+            if handle is None:
+                return None
+            rec = begin_call(handle, handle.root_call_id, kind, name, framework, inputs, attributes)
+            return rec, call_var.set(rec[0]), session_var.set(handle)
+        rec = begin_call(handle, call_var.get() or handle.root_call_id, kind, name, framework, inputs, attributes)
+        return rec, call_var.set(rec[0]), None
+    except NoSessionError:
+        raise  # the "error" no-session policy, by the user's choice
+    except Exception:
+        logger.exception("openprogram: could not begin recording %s %r", kind, name)
+        return None
+
+
+def close_call(
+    opened: Opened,
+    exc: BaseException | None = None,
+    output: Any = None,
+    status: str | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    """End a call begun with :func:`open_call` and restore the context. Never raises."""
+    rec, c_token, s_token = opened
+    _reset(call_var, c_token)
+    if s_token is not None:
+        _reset(session_var, s_token)
+    try:
+        end_call(rec, exc, output, attributes, status)
+    except Exception:
+        logger.exception("openprogram: could not record the end of %s %r", rec[3], rec[4])
 
 
 def _reset(var: Any, token: Token[Any]) -> None:
@@ -195,7 +254,7 @@ class call_scope:
                 self._tokens = (call_var.set(rec[0]),)
             else:
                 self._tokens = (call_var.set(rec[0]), session_var.set(handle))
-        except RuntimeError:
+        except NoSessionError:
             raise  # the "error" no-session policy, by the user's choice
         except Exception:
             logger.exception("openprogram: could not begin recording %s %r", self.kind, self.name)

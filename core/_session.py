@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from . import _writer
-from ._context import SessionHandle, call_var, session_var
+from ._context import NoSessionError, SessionHandle, call_var, session_var
 from ._ids import InvalidSessionId, derive_session_id, new_call_id, new_session_id, validate_session_id
 from ._recorder import _reset, begin_call, end_call
 from .stores import Store, open_store
@@ -339,7 +339,7 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
         return _implicit
     policy = _current_policy()
     if policy == "error":
-        raise RuntimeError(
+        raise NoSessionError(
             f"openprogram: {entry} ran with no session open (policy 'error'): wrap the entry point in "
             "`openprogram.session_context(...)` or re-install a handle with `openprogram.run_with_session`"
         )

@@ -159,9 +159,10 @@ def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> Non
     if inflight.pop(rec[0], None) is None:
         return
     if exc is None:
-        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else capture_json(output), None, time.time()))
+        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else (capture_json(output),), None,
+                            time.time()))  # fmt: skip
     else:  # a generator's partial output is kept
-        kept = None if output is None or type(output) in ATOMIC_TYPES else capture(output)
+        kept = None if output is None or type(output) in ATOMIC_TYPES else (capture_json(output),)
         queue.append(rec + (status_of(exc), kept, describe_error(exc), time.time()))
 
 
@@ -202,7 +203,7 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
             raise
         reset_call(token)
         del running[call_id]
-        append(rec + ("ok", result if type(result) in atomic else capture_json(result), None, time.time()))
+        append(rec + ("ok", result if type(result) in atomic else (capture_json(result),), None, time.time()))
         return result
 
     return wrapper

@@ -28,11 +28,11 @@ from . import _ids
 from ._capture import (
     ATOMIC_TYPES,
     PRECAPTURED,
-    CapturedJSON,
     _encode_string,
     arguments_json,
     capture_json,
     dumps,
+    mapping_json,
     scalar_json,
 )
 from .stores import AliasRow, CallRow, SessionRow, Store, openprogram_home
@@ -177,21 +177,26 @@ def _text(value: Any, limit: int = _MAX_NAME) -> Any:
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     handle = rec[1]
     names = rec[6]
-    if names is PRECAPTURED:
-        inputs = rec[7] if type(rec[7]) is CapturedJSON else dumps(rec[7])
+    if names is PRECAPTURED:  # captured on the hot path: JSON text already
+        inputs = rec[7] if type(rec[7]) is str else dumps(rec[7])
     elif names is not None:  # the recorder only keeps arguments by reference when all are scalars
         inputs = arguments_json(names, rec[7], rec[8])
+    elif rec[7] is None:
+        inputs = None
     else:
         inputs = capture_json(rec[7])
     attributes = rec[9]
+    name = rec[4]
+    if type(name) is not str or len(name) > _MAX_NAME or not name.isascii():
+        name = _text(name)
     if len(rec) > 11:
         output = rec[12]
-        # Outputs arrive as scalars or as captures already made on the hot path.
+        # Outputs arrive as scalars or as JSON text captured on the hot path (in a 1-tuple).
         out: str | None
         if output is None:
             out = None
-        elif type(output) is CapturedJSON:
-            out = output
+        elif type(output) is tuple:
+            out = output[0]
         elif (
             type(output) is str
             and len(output) < 256
@@ -205,12 +210,15 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         else:
             out = dumps(output)
         status, error, ended = rec[11], rec[13], rec[14]
+        if error is not None:
+            error = _text(error, 8192)
     else:
         out, status, error, ended = None, "running", None, None
     return (
         # ids, kinds and frameworks are ours; names and errors may hold any text.
-        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], _text(rec[4]), rec[5],
-        status, inputs, out, _text(error, 8192), None if attributes is None else capture_json(attributes),
+        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], name, rec[5],
+        status, inputs, out, error,
+        attributes if attributes is None or type(attributes) is str else mapping_json(attributes),
         rec[10], ended, owner,
     )  # fmt: skip
 

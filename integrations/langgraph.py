@@ -25,9 +25,11 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import Any, ClassVar
 
+from openprogram._capture import json_string
+from openprogram._context import NoSessionError
 from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
-from openprogram._recorder import call_scope
+from openprogram._recorder import Opened, call_scope, close_call, open_call
 from openprogram._session import session_context, session_for_run
 
 __all__ = ["MIN_VERSION", "LangGraphIntegration"]
@@ -255,23 +257,29 @@ def _wrap_astream(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., 
 # --- nodes and tasks -------------------------------------------------------------
 
 
-def _begin_node(args: tuple[Any, ...], kwargs: dict[str, Any]) -> call_scope | None:
+def _begin_node(task: Any) -> Opened | None:
     try:
-        task = args[0] if args else kwargs["task"]
         name = task.name
         if name in _RESERVED:
             return None
         config = task.config or {}
         metadata = config.get("metadata") or {}
         configurable = config.get("configurable") or {}
-        attributes = {"step": metadata.get("langgraph_step"), "task_id": task.id,
-                      "checkpoint_ns": configurable.get("checkpoint_ns")}  # fmt: skip
+        # Built as JSON text here: these are LangGraph's own step number and ids.
+        step = metadata.get("langgraph_step")
+        checkpoint_ns = configurable.get("checkpoint_ns")
+        attributes = (
+            f'{{"step":{step if type(step) is int else "null"},"task_id":{json_string(str(task.id))},'
+            f'"checkpoint_ns":{"null" if checkpoint_ns is None else json_string(str(checkpoint_ns))}}}'
+        )
         # A pulled node's input is the whole graph state: large, growing, and already the
         # sum of the recorded outputs, so it is not captured. A pushed task's input (a
         # Send payload, an @task call's arguments) is its own and small: it is.
         path = task.path
         inputs = {"input": task.input} if path and path[0] == _PUSH else None
-        return call_scope("node", str(name), framework=FRAMEWORK, inputs=inputs, attributes=attributes).enter()
+        return open_call("node", name if type(name) is str else str(name), FRAMEWORK, inputs, attributes)
+    except NoSessionError:
+        raise  # the "error" no-session policy
     except Exception:
         _log_once("run_with_retry (starting the node call)")
         return None
@@ -298,35 +306,33 @@ def _first_sighting(interrupt_id: Any) -> bool:
         return True
 
 
-def _record_interrupts(scope: call_scope, exc: BaseException) -> None:
+def _record_interrupts(name: str, exc: BaseException) -> None:
     for item in exc.args[0] if exc.args else ():
         interrupt_id = getattr(item, "id", None)
         if not _first_sighting(interrupt_id):
             continue  # already recorded by the (sub)graph node that raised it
-        inner = call_scope("interrupt", scope.name, framework=FRAMEWORK,
+        inner = call_scope("interrupt", name, framework=FRAMEWORK,
                            inputs={"value": getattr(item, "value", item), "id": interrupt_id}).enter()  # fmt: skip
         inner.exit(None, "interrupted")
 
 
-def _end_node(scope: call_scope, task: Any, exc: BaseException | None) -> None:
+def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
     try:
         if exc is None:
-            scope.set_output(_node_output(task))
-            scope.exit()
+            close_call(opened, None, _node_output(task))
         elif isinstance(exc, _graph_interrupt):
             run = _run_var.get()
             if run is not None:
                 run.interrupted = True
-            _record_interrupts(scope, exc)  # children of this node: it is still current
-            scope.exit(None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
+            _record_interrupts(opened[0][4], exc)  # children of this node: it is still current
+            close_call(opened, None, None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
         elif isinstance(exc, _parent_command):
-            scope.set_attributes(command="parent")
-            scope.exit(None)  # control flow (Command(graph=PARENT)), not a failure
+            close_call(opened, attributes={"command": "parent"})  # control flow (Command(graph=PARENT)), not a failure
         else:
-            scope.exit(exc)
+            close_call(opened, exc)
     except Exception:
         _log_once("run_with_retry (ending the node call)")
-        scope.exit(exc)
+        close_call(opened, exc)
 
 
 def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -334,16 +340,16 @@ def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
     def run_with_retry(*args: Any, **kwargs: Any) -> Any:
         if not _active:
             return original(*args, **kwargs)
-        scope = _begin_node(args, kwargs)
-        if scope is None:
+        task = args[0] if args else kwargs.get("task")
+        opened = _begin_node(task)
+        if opened is None:
             return original(*args, **kwargs)
-        task = args[0] if args else kwargs["task"]
         try:
             result = original(*args, **kwargs)
         except BaseException as exc:
-            _end_node(scope, task, exc)  # resets the context: single-task steps run in the caller's
+            _end_node(opened, task, exc)  # resets the context: single-task steps run in the caller's
             raise
-        _end_node(scope, task, None)
+        _end_node(opened, task, None)
         return result
 
     setattr(run_with_retry, _MARK, original)
@@ -355,16 +361,16 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
     async def arun_with_retry(*args: Any, **kwargs: Any) -> Any:
         if not _active:
             return await original(*args, **kwargs)
-        scope = _begin_node(args, kwargs)
-        if scope is None:
+        task = args[0] if args else kwargs.get("task")
+        opened = _begin_node(task)
+        if opened is None:
             return await original(*args, **kwargs)
-        task = args[0] if args else kwargs["task"]
         try:
             result = await original(*args, **kwargs)
         except BaseException as exc:
-            _end_node(scope, task, exc)
+            _end_node(opened, task, exc)
             raise
-        _end_node(scope, task, None)
+        _end_node(opened, task, None)
         return result
 
     setattr(arun_with_retry, _MARK, original)
@@ -412,23 +418,24 @@ def _tool_inputs(tool: Any, tool_input: Any) -> Any:
     return tool_input
 
 
-def _begin_tool(tool: Any, tool_input: Any) -> call_scope | None:
+def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
     try:
         if _records_itself(tool):
             return None
-        return call_scope("tool", str(tool.name), framework=FRAMEWORK, inputs=_tool_inputs(tool, tool_input)).enter()
+        name = tool.name
+        return open_call("tool", name if type(name) is str else str(name), FRAMEWORK, _tool_inputs(tool, tool_input))
+    except NoSessionError:
+        raise  # the "error" no-session policy
     except Exception:
         _log_once("BaseTool.run (starting the tool call)")
         return None
 
 
-def _end_tool(scope: call_scope, exc: BaseException | None, output: Any) -> None:
-    if exc is None:
-        if hasattr(output, "tool_call_id") and hasattr(output, "content"):
-            # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
-            output = output.content
-        scope.set_output(output)
-    scope.exit(exc)
+def _end_tool(opened: Opened, exc: BaseException | None, output: Any) -> None:
+    if exc is None and hasattr(output, "tool_call_id") and hasattr(output, "content"):
+        # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
+        output = output.content
+    close_call(opened, exc, output)
 
 
 def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -436,15 +443,15 @@ def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
         if not _active:
             return original(self, tool_input, *args, **kwargs)
-        scope = _begin_tool(self, tool_input)
-        if scope is None:
+        opened = _begin_tool(self, tool_input)
+        if opened is None:
             return original(self, tool_input, *args, **kwargs)
         try:
             result = original(self, tool_input, *args, **kwargs)
         except BaseException as exc:
-            _end_tool(scope, exc, None)
+            _end_tool(opened, exc, None)
             raise
-        _end_tool(scope, None, result)
+        _end_tool(opened, None, result)
         return result
 
     setattr(run, _MARK, original)
@@ -456,15 +463,15 @@ def _wrap_tool_arun(original: Callable[..., Any]) -> Callable[..., Any]:
     async def arun(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
         if not _active:
             return await original(self, tool_input, *args, **kwargs)
-        scope = _begin_tool(self, tool_input)
-        if scope is None:
+        opened = _begin_tool(self, tool_input)
+        if opened is None:
             return await original(self, tool_input, *args, **kwargs)
         try:
             result = await original(self, tool_input, *args, **kwargs)
         except BaseException as exc:
-            _end_tool(scope, exc, None)
+            _end_tool(opened, exc, None)
             raise
-        _end_tool(scope, None, result)
+        _end_tool(opened, None, result)
         return result
 
     setattr(arun, _MARK, original)

@@ -69,3 +69,18 @@ json_values = st.recursive(
 @given(json_values)
 def test_agrees_with_the_careful_walk_on_small_values(value: Any) -> None:
     assert json.loads(capture_json(value)) == json.loads(json.dumps(capture(value)))
+
+
+def test_captures_are_plain_str_and_attributes_match_the_careful_walk() -> None:
+    from openprogram._capture import mapping_json
+
+    assert type(capture_json({"a": [1, 2]})) is str
+    for value in (
+        {"step": 3, "task_id": "abc", "ns": None, "ok": True, "ratio": 0.5},
+        {"api_key": "sk-123456789012345678901234", "note": "Bearer abcdefghijklmnop"},
+        {"dsn": "postgresql://bob:hunter2@db/x"},
+        {"nested": {"a": 1}},
+        {1: "non-str key"},
+    ):
+        assert type(mapping_json(value)) is str
+        assert json.loads(mapping_json(value)) == json.loads(json.dumps(capture(value))), value

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram._recorder import close_call, open_call
 
 from .conftest import one, run_python
 
@@ -66,13 +67,16 @@ def test_error_policy_raises_naming_the_fix() -> None:
     def guarded() -> None:
         ran.append(1)
 
-    with pytest.raises(RuntimeError, match="session_context") as info:
+    with pytest.raises(openprogram.NoSessionError, match="session_context") as info:
         guarded()
+    assert isinstance(info.value, RuntimeError)
     assert "run_with_session" in str(info.value)
     assert ran == []
-    with pytest.raises(RuntimeError):
+    with pytest.raises(openprogram.NoSessionError):
         with openprogram.call_scope("node", "n"):
             pass
+    with pytest.raises(openprogram.NoSessionError):
+        open_call("node", "n")
 
 
 def test_policies_do_not_apply_inside_a_session(store: openprogram.Store) -> None:
@@ -94,6 +98,20 @@ def test_call_scope_follows_the_policy() -> None:
     assert handle is not None
     [node] = [c for c in openprogram.open_store().list_calls(handle.session_id) if c.kind == "node"]
     assert node.parent_id == handle.root_call_id
+
+
+def test_open_call_follows_the_policy_and_restores_the_context() -> None:
+    opened = open_call("node", "lonely", "tests", {"x": 1}, '{"step":1}')
+    assert opened is not None
+    handle = openprogram.get_current_session()
+    assert handle is not None and handle is openprogram.implicit_session()
+    assert openprogram.current_call_id() == opened[0][0]
+    close_call(opened, None, {"y": 2}, attributes={"extra": True})
+    assert openprogram.get_current_session() is None and openprogram.current_call_id() is None
+    [node] = [c for c in openprogram.open_store().list_calls(handle.session_id) if c.kind == "node"]
+    assert node.parent_id == handle.root_call_id
+    assert (node.inputs, node.output, node.status) == ({"x": 1}, {"y": 2}, "ok")
+    assert node.attributes == {"step": 1, "extra": True}
 
 
 def test_misconfigured_store_does_not_break_tools_outside_a_session(

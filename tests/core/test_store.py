@@ -272,3 +272,13 @@ def test_store_errors_never_show_a_password(capsys: pytest.CaptureFixture[str]) 
     err = capsys.readouterr().err
     assert "hunter2" not in err
     assert "nosuch" in err
+
+
+def test_sqlite_binds_none_as_null(tmp_path: Path) -> None:
+    import openprogram.stores.sqlite  # noqa: F401  (registers the NoneType adapter)
+
+    # Registered at import: binding a NULL is a dict hit instead of a failed attribute lookup.
+    assert (type(None), sqlite3.PrepareProtocol) in sqlite3.adapters
+    conn = sqlite3.connect(tmp_path / "n.db")
+    assert conn.execute("SELECT ? IS NULL, ?", (None, "x")).fetchone() == (1, "x")
+    conn.close()
