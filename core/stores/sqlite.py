@@ -19,7 +19,7 @@ from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Before Python 3.12, sqlite3 binds None through its adapter protocol, which looks up
 # ``PrepareProtocol.__adapt__`` and formats and clears an AttributeError for every
@@ -29,6 +29,11 @@ SCHEMA_VERSION = 1
 # so nothing bound changes for anyone; a NoneType adapter of the user's is kept.
 sqlite3.adapters.setdefault((type(None), sqlite3.PrepareProtocol), {}.get)
 
+# Schema 2: calls are clustered by (session_id, started_at, call_id), the order every read
+# wants, so a row is one b-tree insert; schema 1 kept a rowid table, a call_id index and a
+# session index (three). Call ids are unique by construction, and a call's running and
+# final rows share its session and start time, so this key identifies a call as well.
+_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -39,7 +44,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at);
 CREATE TABLE IF NOT EXISTS calls (
-    call_id    TEXT PRIMARY KEY,
+    call_id    TEXT NOT NULL,
     session_id TEXT NOT NULL,
     turn_id    TEXT NOT NULL,
     parent_id  TEXT,
@@ -53,9 +58,9 @@ CREATE TABLE IF NOT EXISTS calls (
     attributes TEXT,
     started_at REAL NOT NULL,
     ended_at   REAL,
-    owner      TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session_id, started_at, call_id);
+    owner      TEXT NOT NULL,
+    PRIMARY KEY (session_id, started_at, call_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS heartbeats (owner TEXT PRIMARY KEY, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS aliases (
     namespace  TEXT NOT NULL,
@@ -72,7 +77,8 @@ UPSERT_SESSION = (
 )
 # A running row may be replaced by its final row; a final row is never replaced.
 UPSERT_CALL = (
-    "INSERT INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) "
+    "INSERT INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (session_id, started_at, call_id) "
     "DO UPDATE SET status = excluded.status, inputs = excluded.inputs, output = excluded.output, "
     "error = excluded.error, attributes = excluded.attributes, ended_at = excluded.ended_at "
     "WHERE calls.status = 'running' AND excluded.status != 'running'"
@@ -124,24 +130,48 @@ class SQLiteStore(Store):
                 os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
             conn = self._connect()
             try:
-                # One write transaction taken up front: processes opening a new store at the same
-                # moment wait for each other (busy timeout) instead of failing at once, as the
-                # read-then-write of each CREATE ... IF NOT EXISTS on its own would.
-                conn.executescript(
-                    f"BEGIN IMMEDIATE; {_SCHEMA}; INSERT OR IGNORE INTO meta VALUES "
-                    f"('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
-                )
-                found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                found = self._create_or_migrate(conn)
             finally:
                 conn.close()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot use the SQLite store at {self.path}: {exc}") from exc
-        if found is not None and int(found[0]) > SCHEMA_VERSION:
+        if found > SCHEMA_VERSION:
             raise StoreError(
-                f"the SQLite store at {self.path} has schema version {found[0]}, newer than this "
+                f"the SQLite store at {self.path} has schema version {found}, newer than this "
                 f"openprogram understands ({SCHEMA_VERSION}); upgrade openprogram"
             )
         self._prepared = True
+
+    @staticmethod
+    def _create_or_migrate(conn: sqlite3.Connection) -> int:
+        """Create the schema or bring it to :data:`SCHEMA_VERSION`; return the version found.
+
+        One write transaction taken up front: processes opening a new store at the same
+        moment wait for each other (busy timeout) instead of failing at once, as the
+        read-then-write of each CREATE ... IF NOT EXISTS on its own would.
+        """
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_META)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            found = SCHEMA_VERSION if row is None else int(row[0])
+            if found == 1:
+                conn.execute("ALTER TABLE calls RENAME TO calls_v1")  # its index goes with it
+            if found <= SCHEMA_VERSION:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+            if found == 1:
+                conn.execute("INSERT OR IGNORE INTO calls SELECT * FROM calls_v1")
+                conn.execute("DROP TABLE calls_v1")
+            if found < SCHEMA_VERSION or row is None:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return found
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,

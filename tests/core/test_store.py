@@ -282,3 +282,51 @@ def test_sqlite_binds_none_as_null(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "n.db")
     assert conn.execute("SELECT ? IS NULL, ?", (None, "x")).fetchone() == (1, "x")
     conn.close()
+
+
+_V1_CALLS = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+CREATE TABLE calls (
+    call_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT NOT NULL, parent_id TEXT,
+    kind TEXT NOT NULL, name TEXT NOT NULL, framework TEXT, status TEXT NOT NULL, inputs TEXT,
+    output TEXT, error TEXT, attributes TEXT, started_at REAL NOT NULL, ended_at REAL, owner TEXT NOT NULL
+);
+CREATE INDEX calls_by_session ON calls (session_id, started_at, call_id);
+CREATE TABLE sessions (session_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at REAL NOT NULL,
+                       updated_at REAL NOT NULL);
+INSERT INTO sessions VALUES ('old', 'main', 1.0, 2.0);
+INSERT INTO calls VALUES ('c1', 'old', 't1', NULL, 'turn', 'main', NULL, 'ok', NULL, NULL, NULL, NULL, 1.0, 2.0, 'h');
+INSERT INTO calls VALUES ('c2', 'old', 't1', 'c1', 'tool', 'f', NULL, 'running', '{"x":1}', NULL, NULL, NULL, 1.5,
+                          NULL, 'h');
+"""
+
+
+def test_a_schema_1_store_is_migrated_keeping_every_call(tmp_path: Path) -> None:
+    from openprogram.stores.sqlite import SCHEMA_VERSION
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(_V1_CALLS)
+    conn.close()
+    store = openprogram.open_store(f"sqlite:///{path}")
+    assert [(c.call_id, c.parent_id, c.inputs) for c in store.list_calls("old")] == [
+        ("c1", None, None), ("c2", "c1", {"x": 1}),
+    ]  # fmt: skip
+    # The running row can still be replaced by its final row, as before.
+    store.write([], [("c2", "old", "t1", "c1", "tool", "f", None, "ok", '{"x":1}', "2", None, None, 1.5, 1.6, "h")])
+    assert [c.status for c in store.list_calls("old")] == ["ok", "ok"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'calls_v1'").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_store_with_a_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                       "INSERT INTO meta VALUES ('schema_version', '99');")  # fmt: skip
+    conn.close()
+    with pytest.raises(openprogram.StoreError, match="newer than this openprogram"):
+        openprogram.open_store(f"sqlite:///{path}").list_sessions()
