@@ -534,7 +534,7 @@ def record_flat(calls: int, sample_every: int = 10_000) -> dict[str, float]:
                 if n == sample_every:  # after warm-up: imports, caches, first batch
                     baseline = rss_bytes()
                 peak = max(peak, rss_bytes())
-                max_queue = max(max_queue, len(_writer.queue))
+                max_queue = max(max_queue, len(_writer.queue) // _writer.RECORD_WIDTH)
     elapsed = time.perf_counter() - started
     openprogram.flush()
     peak = max(peak, rss_bytes())

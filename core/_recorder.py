@@ -93,9 +93,9 @@ def end_call(
     if output is not None and type(output) not in ATOMIC_TYPES:
         output = (capture_json(output),)  # a snapshot, as for inputs; the 1-tuple marks it as JSON text
     if exc is None:
-        queue.append(rec + (status or "ok", output, None, time.time()))
+        queue.extend(rec + (status or "ok", output, None, time.time()))
     else:
-        queue.append(rec + (status or status_of(exc), output, describe_error(exc), time.time()))
+        queue.extend(rec + (status or status_of(exc), output, describe_error(exc), time.time()))
 
 
 #: What :func:`open_call` returns: the call's record, the current-call token, the session token (or None).

@@ -159,15 +159,22 @@ def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> Non
     if inflight.pop(rec[0], None) is None:
         return
     if exc is None:
-        queue.append(rec + ("ok", output if type(output) in ATOMIC_TYPES else (capture_json(output),), None,
+        queue.extend(rec + ("ok", output if type(output) in ATOMIC_TYPES else (capture_json(output),), None,
                             time.time()))  # fmt: skip
     else:  # a generator's partial output is kept
         kept = None if output is None or type(output) in ATOMIC_TYPES else (capture_json(output),)
-        queue.append(rec + (status_of(exc), kept, describe_error(exc), time.time()))
+        queue.extend(rec + (status_of(exc), kept, describe_error(exc), time.time()))
 
 
 def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
                   accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+    if skip or accepts_session:  # methods and functions taking _session: always the general path
+
+        def general(*args: Any, **kwargs: Any) -> Any:
+            return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
+
+        return general
+
     atomic = ATOMIC_TYPES
     ids = _ids
     counter = _ids.counter
@@ -175,13 +182,13 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
     get_call = call_var.get
     set_call = call_var.set
     reset_call = call_var.reset
-    append = queue.append
+    extend = queue.extend
     running = inflight
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # Fast path: inside a session, no override, immutable arguments.
         handle = get_session()
-        if handle is None or kwargs or skip or accepts_session:
+        if handle is None or kwargs:
             return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
         for value in args:
             if type(value) not in atomic:
@@ -192,20 +199,19 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
         call_id = ids.prefix + hex(n)  # new_call_id(), inlined
         rec = (call_id, handle, get_call() or handle.root_call_id, "tool", name, None, names, args, None, None,
                time.time())  # fmt: skip
-        running[call_id] = rec
+        running[n] = rec  # keyed by the counter value: an int hashes for free
         token = set_call(call_id)
         try:
             result = func(*args)
         except BaseException as exc:
             reset_call(token)
-            del running[call_id]
-            append(rec + (status_of(exc), None, describe_error(exc), time.time()))
+            del running[n]
+            extend(rec + (status_of(exc), None, describe_error(exc), time.time()))
             raise
         reset_call(token)
-        del running[call_id]
-        append(rec + ("ok", result if type(result) in atomic else (capture_json(result),), None, time.time()))
+        del running[n]
+        extend(rec + ("ok", result if type(result) in atomic else (capture_json(result),), None, time.time()))
         return result
-
     return wrapper
 
 

@@ -477,3 +477,31 @@ def test_declared_session_parameter_still_receives_a_value_when_unrecorded(monke
     assert needs(1) == (1, None)  # type: ignore[call-arg]
     assert needs(2, _session="forged") == (2, None)  # type: ignore[arg-type]
     assert list(gen_needs()) == [None]  # type: ignore[call-arg]
+
+
+def test_every_path_returns_the_functions_own_result(store: openprogram.Store) -> None:
+    result = object()
+
+    @openprogram.tool
+    def scalar_args(a: int, b: str) -> object:
+        return result
+
+    @openprogram.tool
+    def rich_args(a: list[int]) -> object:
+        return result
+
+    class Box:
+        @openprogram.tool
+        def method(self, a: int) -> object:
+            return result
+
+    def takes_session(a: int, _session: openprogram.SessionHandle | None = None) -> object:
+        return result
+
+    declared = openprogram.tool(takes_session)
+    outside = [scalar_args(1, "x"), rich_args([1]), Box().method(1), declared(1)]
+    with openprogram.session_context(store=store) as h:
+        inside = [scalar_args(1, "x"), scalar_args(a=1, b="x"), rich_args([1]), Box().method(1), declared(1),
+                  scalar_args(1, "x", _session=h)]  # fmt: skip
+    assert all(r is result for r in outside + inside)
+    assert len(calls_by_name(store, h.session_id)["scalar_args"]) == 3
