@@ -314,7 +314,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     state: _StoreState | None = None
     # Taken and regrouped in C: one popleft per item, then RECORD_WIDTH-tuples.
     items = iter(list(map(_take, itertools.repeat(queue, count * RECORD_WIDTH))))
-    for item in zip(*(items,) * RECORD_WIDTH):
+    for item in zip(*(items,) * RECORD_WIDTH, strict=True):
         head = item[0]
         if type(head) is str:
             store = item[1].store
