@@ -196,7 +196,7 @@ class call_scope:
         *,
         framework: str | None = None,
         inputs: Any = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: dict[str, Any] | str | None = None,
         session: SessionHandle | None = None,
         parent_id: str | None = None,
     ) -> None:

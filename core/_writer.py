@@ -207,52 +207,43 @@ def _text(value: Any, limit: int = _MAX_NAME) -> Any:
 
 
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
-    handle = rec[1]
-    names = rec[6]
-    if names is PRECAPTURED:  # captured on the hot path: JSON text already
-        inputs = rec[7] if type(rec[7]) is str else dumps(rec[7])
-    elif names is not None:  # the recorder only keeps arguments by reference when all are scalars
-        inputs = arguments_json(names, rec[7], rec[8])
-    elif rec[7] is None:
-        inputs = None
-    else:
-        inputs = capture_json(rec[7])
-    attributes = rec[9]
-    name = rec[4]
+    if len(rec) != RECORD_WIDTH:  # a start record (from inflight): the call is still running
+        rec = rec + ("running", None, None, None)
+    (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
+     attributes, started, status, output, error, ended) = rec  # fmt: skip
+    if names is None:
+        inputs = None if args is None else capture_json(args)
+    elif names is PRECAPTURED:  # captured on the hot path: JSON text already
+        inputs = args if type(args) is str else dumps(args)
+    else:  # the recorder only keeps arguments by reference when all are scalars
+        inputs = arguments_json(names, args, kwargs)
+    # ids, kinds and frameworks are ours; names and errors may hold any text.
     if type(name) is not str or len(name) > _MAX_NAME or not name.isascii():
         name = _text(name)
-    if len(rec) > 11:
-        output = rec[12]
-        # Outputs arrive as scalars or as JSON text captured on the hot path (in a 1-tuple).
-        out: str | None
-        if output is None:
-            out = None
-        elif type(output) is tuple:
-            out = output[0]
-        elif (
-            type(output) is str
-            and len(output) < 256
-            and (len(output) < 8 or output[0] not in "BsgxA")
-            and "@" not in output
-            and "assword" not in output
-        ):
-            out = _encode_string(output)  # the common case of scalar_json(), inlined
-        elif type(output) in ATOMIC_TYPES:
-            out = scalar_json(output)
-        else:
-            out = dumps(output)
-        status, error, ended = rec[11], rec[13], rec[14]
-        if error is not None:
-            error = _text(error, 8192)
+    # Outputs arrive as scalars or as JSON text captured on the hot path (in a 1-tuple).
+    out_type = type(output)
+    if out_type is tuple:
+        output = output[0]
+    elif output is None:
+        pass
+    elif (
+        out_type is str
+        and len(output) < 256
+        and (len(output) < 8 or output[0] not in "BsgxA")
+        and "@" not in output
+        and "assword" not in output
+    ):
+        output = _encode_string(output)  # the common case of scalar_json(), inlined
+    elif out_type in ATOMIC_TYPES:
+        output = scalar_json(output)
     else:
-        out, status, error, ended = None, "running", None, None
-    return (
-        # ids, kinds and frameworks are ours; names and errors may hold any text.
-        rec[0], handle.session_id, handle.turn_id, rec[2], rec[3], name, rec[5],
-        status, inputs, out, error,
-        attributes if attributes is None or type(attributes) is str else mapping_json(attributes),
-        rec[10], ended, owner,
-    )  # fmt: skip
+        output = dumps(output)
+    if error is not None:
+        error = _text(error, 8192)
+    if attributes is not None and type(attributes) is not str:
+        attributes = mapping_json(attributes)
+    return (call_id, handle.session_id, handle.turn_id, parent_id, kind, name, framework, status, inputs, output,
+            error, attributes, started, ended, owner)  # fmt: skip
 
 
 def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:

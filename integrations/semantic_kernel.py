@@ -39,10 +39,11 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
 from openprogram._propagation import propagate
-from openprogram._recorder import _reset, call_scope, end_call
+from openprogram._recorder import Opened, _reset, call_scope, close_call, end_call, open_call
 
 if TYPE_CHECKING:
     from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
@@ -69,7 +70,7 @@ _logged_lock = threading.Lock()
 # What the auto-function-invocation filter knows about the function it is about
 # to run (the model's tool call); read by the function-invocation filter of that
 # very function, cleared for anything it calls in turn.
-_auto_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar("openprogram.sk.auto_call", default=None)
+_auto_call: ContextVar[tuple[Any, str] | None] = ContextVar("openprogram.sk.auto_call", default=None)
 # Calls of prompt functions now running. A chat request made directly under one
 # is not recorded separately: the prompt function is that chat/prompt call, and
 # the functions the model asks for become its children.
@@ -153,6 +154,15 @@ def _detach(scope: call_scope) -> _Stream | None:
     return _Stream(handle, rec)
 
 
+def _detach_opened(opened: Opened) -> _Stream:
+    """:func:`_detach` for a call begun with ``open_call``."""
+    rec, c_token, s_token = opened
+    _reset(call_var, c_token)
+    if s_token is not None:
+        _reset(session_var, s_token)
+    return _Stream(rec[1], rec)
+
+
 async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> AsyncGenerator[Any, Any]:
     """Iterate ``agen`` with the stream's session and call current in every step; end the call at the end."""
     handle, call_id = stream.handle, stream.rec[0]
@@ -226,37 +236,33 @@ def _function_name(function: Any) -> str:
     return f"{plugin}.{metadata.name}" if plugin else str(metadata.name)
 
 
-def _begin_function(context: FunctionInvocationContext) -> call_scope | None:
-    """The entered scope of a function call, or None when it runs unrecorded."""
+def _begin_function(context: FunctionInvocationContext) -> Opened | None:
+    """The opened call of a function, or None when it runs unrecorded."""
     try:
         function = context.function
-        attributes: dict[str, Any] | None = None
+        attributes: str | None = None
         pending = _auto_call.get()
         matched = pending is not None and pending[0] is function
         if matched:
             attributes = pending[1]  # type: ignore[index]
         if context.is_streaming:
-            attributes = {**(attributes or {}), "streaming": True}
-        scope = call_scope(
-            "function",
-            _function_name(function),
-            framework=FRAMEWORK,
-            inputs=context.arguments,
-            attributes=attributes,
-        )
+            attributes = '{"streaming":true}' if attributes is None else attributes[:-1] + ',"streaming":true}'
+        name = _function_name(function)
+        arguments = context.arguments
     except Exception:
         _log_once("the function-invocation filter (start)")
         return None
-    scope.enter()  # logs its own errors; raises only under the user's "error" no-session policy
-    if not scope.recording:
+    # open_call logs its own errors; it raises only under the user's "error" no-session policy.
+    opened = open_call("function", name, FRAMEWORK, arguments, attributes)
+    if opened is None:
         return None
     if matched:
         # Whatever this function calls is not the model's tool call any more
         # (the auto filter's reset restores the context afterwards).
         _auto_call.set(None)
     if function.is_prompt:
-        _prompt_calls.add(scope.rec[0])  # type: ignore[index]
-    return scope
+        _prompt_calls.add(opened[0][0])
+    return opened
 
 
 def _function_output(context: FunctionInvocationContext) -> Any:
@@ -273,30 +279,31 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
     if not _active:
         await next(context)
         return
-    scope = _begin_function(context)
-    if scope is None:
+    opened = _begin_function(context)
+    if opened is None:
         await next(context)
         return
-    call_id = scope.rec[0]  # type: ignore[index]
+    call_id = opened[0][0]
     try:
         await next(context)
     except BaseException as exc:
         _prompt_calls.discard(call_id)
-        scope.exit(exc)
+        close_call(opened, exc)
         raise
+    output = None
     try:
         result = context.result
         value = result.value if result is not None else None
         if context.is_streaming and (inspect.isasyncgen(value) or inspect.isgenerator(value)):
-            stream = _detach(scope)
-            if stream is not None and result is not None:
+            stream = _detach_opened(opened)
+            if result is not None:
                 result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
             return
         _prompt_calls.discard(call_id)
-        scope.set_output(_function_output(context))
+        output = _function_output(context)
     except Exception:
         _log_once("the function-invocation filter (end)")
-    scope.exit()
+    close_call(opened, None, output)
 
 
 async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Callable[[Any], Any]) -> None:
@@ -307,15 +314,15 @@ async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Ca
     token = None
     try:
         call = getattr(context, "function_call_content", None)  # absent in SK 1.30
-        attributes: dict[str, Any] = {
-            "auto_invoked": True,
-            "request_index": context.request_sequence_index,
-            "function_index": context.function_sequence_index,
-            "function_count": context.function_count,
-        }
+        # Built as JSON text here: SK's own counters and the model's call id.
+        attributes = (
+            f'{{"auto_invoked":true,"request_index":{_int_json(context.request_sequence_index)},'
+            f'"function_index":{_int_json(context.function_sequence_index)},'
+            f'"function_count":{_int_json(context.function_count)}'
+        )
         if call is not None and call.id:
-            attributes["tool_call_id"] = call.id
-        token = _auto_call.set((context.function, attributes))
+            attributes += f',"tool_call_id":{json_string(str(call.id))}'
+        token = _auto_call.set((context.function, attributes + "}"))
     except Exception:
         _log_once("the auto-function-invocation filter")
     try:
@@ -323,6 +330,10 @@ async def _auto_function_filter(context: AutoFunctionInvocationContext, next: Ca
     finally:
         if token is not None:
             _reset(_auto_call, token)
+
+
+def _int_json(value: Any) -> str:
+    return str(value) if type(value) is int else "null"
 
 
 def _wrap_construct_call_stack(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -372,9 +383,9 @@ def _messages_text(messages: Any) -> Any:
         return None
 
 
-def _chat_attributes(service: Any, chat_history: Any) -> dict[str, Any] | None:
+def _chat_attributes(service: Any, chat_history: Any) -> str | None:
     try:
-        return {"service": type(service).__name__, "messages": len(chat_history.messages)}
+        return f'{{"service":{json_string(type(service).__name__)},"messages":{len(chat_history.messages)}}}'
     except Exception:
         return None
 
@@ -384,26 +395,25 @@ def _wrap_chat(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _active or call_var.get() in _prompt_calls:
             return await original(self, chat_history, *args, **kwargs)
         try:
-            scope = call_scope("call", _chat_name(self), framework=FRAMEWORK,
-                               attributes=_chat_attributes(self, chat_history))  # fmt: skip
+            name, attributes = _chat_name(self), _chat_attributes(self, chat_history)
         except Exception:
             _log_once("a chat request")
             return await original(self, chat_history, *args, **kwargs)
-        scope.enter()
+        opened = open_call("call", name, FRAMEWORK, None, attributes)
+        if opened is None:
+            return await original(self, chat_history, *args, **kwargs)
         try:
             result = await original(self, chat_history, *args, **kwargs)
         except BaseException as exc:
-            scope.exit(exc)
+            close_call(opened, exc)
             raise
-        if scope.recording:
-            scope.set_output(_messages_text(result))
-        scope.exit()
+        close_call(opened, None, _messages_text(result))
         return result
 
     return _wraps(get_chat_message_contents, original)
 
 
-def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any] | None]]) -> _Stream | None:
+def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any] | str | None]]) -> _Stream | None:
     """Begin a call for an async generator about to run; None when unrecorded.
 
     ``describe`` returns the call's name, inputs and attributes (called here, so its errors are contained).
