@@ -8,6 +8,7 @@ directory is created ``0700`` and the file ``0600``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import threading
@@ -83,6 +84,12 @@ UPSERT_CALL = (
     "error = excluded.error, attributes = excluded.attributes, ended_at = excluded.ended_at "
     "WHERE calls.status = 'running' AND excluded.status != 'running'"
 )
+# Calls are written CHUNK rows per statement: one statement step (and one release of the
+# GIL) per chunk instead of per row. A chunk may hold a call's running and final rows:
+# SQLite applies a multi-row upsert row by row, so the final row still wins.
+CHUNK = 64  # x 15 columns = 960 parameters, under every SQLite's limit (999 before 3.32)
+_ROW = "(" + ", ".join(["?"] * 15) + ")"
+UPSERT_CALLS = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join([_ROW] * CHUNK), 1)
 _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
 _TREE_COLUMNS = (
@@ -202,7 +209,13 @@ class SQLiteStore(Store):
                 if sessions:
                     conn.executemany(UPSERT_SESSION, sessions)
                 if calls:
-                    conn.executemany(UPSERT_CALL, calls)
+                    whole = len(calls) - len(calls) % CHUNK
+                    if whole:
+                        flat = list(itertools.chain.from_iterable(calls[:whole]))
+                        width = 15 * CHUNK
+                        conn.executemany(UPSERT_CALLS, [flat[i : i + width] for i in range(0, len(flat), width)])
+                    if whole < len(calls):
+                        conn.executemany(UPSERT_CALL, calls[whole:])
                 if aliases:
                     conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?, ?, ?)", aliases)
                 conn.execute("COMMIT")
