@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._context import session_var
 from openprogram._instrument import Integration
 from openprogram._propagation import propagate
-from openprogram._recorder import call_scope
+from openprogram._recorder import call_scope, close_call, open_call
 from openprogram._session import session_context, session_for_run
 
 if TYPE_CHECKING:
@@ -210,16 +210,17 @@ def _record_sync(
         with ctx as handle:
             _opened(handle, f"{kind} {name!r}")
             return _record_sync(fn, args, kwargs, kind, name, inputs=inputs, bind=bind)
-    scope = call_scope(kind, name, framework=FRAMEWORK, inputs=inputs).enter()
+    opened = open_call(kind, name, FRAMEWORK, inputs)
     if bind:
         _bind_execution()
+    if opened is None:
+        return fn(*args, **kwargs)
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:
-        scope.exit(exc)
+        close_call(opened, exc)
         raise
-    scope.set_output(_output_of(result))
-    scope.exit(None)
+    close_call(opened, None, _output_of(result))
     return result
 
 
@@ -232,16 +233,17 @@ async def _record_async(
         async with ctx as handle:
             _opened(handle, f"{kind} {name!r}")
             return await _record_async(fn, args, kwargs, kind, name, inputs=inputs, bind=bind)
-    scope = call_scope(kind, name, framework=FRAMEWORK, inputs=inputs).enter()
+    opened = open_call(kind, name, FRAMEWORK, inputs)
     if bind:
         _bind_execution()
+    if opened is None:
+        return await fn(*args, **kwargs)
     try:
         result = await fn(*args, **kwargs)
     except BaseException as exc:
-        scope.exit(exc)
+        close_call(opened, exc)
         raise
-    scope.set_output(_output_of(result))
-    scope.exit(None)
+    close_call(opened, None, _output_of(result))
     return result
 
 
