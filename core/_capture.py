@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -238,7 +239,8 @@ def _walk_mapping(value: Mapping[Any, Any], lim: Limits, budget: _Budget, depth:
 _NOTHING: Final = object()
 
 
-_model_fields: dict[type, tuple[str, ...]] = {}
+# pydantic model class -> (its dumped field names, an itemgetter of them when there are several)
+_model_fields: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
 def _convert_object(value: object) -> Any:
@@ -249,12 +251,19 @@ def _convert_object(value: object) -> Any:
             # A pydantic v2 model keeps its field values in __dict__: reading them is much
             # cheaper than model_dump(), and nested models are converted as they are reached.
             # Fields the model excludes from dumps (often clients or keys) stay out.
-            names = _model_fields.get(kind)
-            if names is None:
-                names = _model_fields[kind] = tuple(
+            fields = _model_fields.get(kind)
+            if fields is None:
+                names = tuple(
                     name for name, info in kind.__pydantic_fields__.items() if not getattr(info, "exclude", False)
                 )
+                fields = _model_fields[kind] = (names, operator.itemgetter(*names) if len(names) > 1 else None)
+            names, getter = fields
             state = value.__dict__
+            if getter is not None:
+                try:
+                    return dict(zip(names, getter(state), strict=True))  # in C
+                except KeyError:  # a field without a value (model_construct): take those there are
+                    pass
             return {name: state[name] for name in names if name in state}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}

@@ -15,6 +15,7 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any
 
+from . import _ids
 from ._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_text
 from ._context import NoSessionError, SessionHandle, call_var, session_var
 from ._ids import new_call_id
@@ -127,8 +128,19 @@ def open_call(
                 return None
             rec = begin_call(handle, handle.root_call_id, kind, name, framework, inputs, attributes)
             return rec, call_var.set(rec[0]), session_var.set(handle)
-        rec = begin_call(handle, call_var.get() or handle.root_call_id, kind, name, framework, inputs, attributes)
-        return rec, call_var.set(rec[0]), None
+        # begin_call(), inlined: this runs for every node, tool and function an adapter records.
+        n = next(_ids.counter)
+        if not n & 0xFFF:
+            _ids.every_4096_calls()
+        call_id = _ids.prefix + hex(n)
+        if inputs is None:
+            rec = (call_id, handle, call_var.get() or handle.root_call_id, kind, name, framework, None, None, None,
+                   attributes or None, time.time())  # fmt: skip
+        else:
+            rec = (call_id, handle, call_var.get() or handle.root_call_id, kind, name, framework, PRECAPTURED,
+                   capture_json(inputs), None, attributes or None, time.time())  # fmt: skip
+        inflight[call_id] = rec
+        return rec, call_var.set(call_id), None
     except NoSessionError:
         raise  # the "error" no-session policy, by the user's choice
     except Exception:
@@ -148,6 +160,13 @@ def close_call(
     _reset(call_var, c_token)
     if s_token is not None:
         _reset(session_var, s_token)
+    if exc is None and status is None and attributes is None:
+        # end_call(), inlined for the common case (capture_json never raises).
+        if inflight.pop(rec[0], None) is not None:
+            if output is not None and type(output) not in ATOMIC_TYPES:
+                output = (capture_json(output),)
+            queue.extend(rec + ("ok", output, None, time.time()))
+        return
     try:
         end_call(rec, exc, output, attributes, status)
     except Exception:
