@@ -330,6 +330,12 @@ def _needs_care(text: str) -> bool:
 
 
 def _fast_default(value: Any) -> Any:
+    fields = _model_fields.get(type(value))
+    if fields is not None and fields[1] is not None:  # a pydantic model seen before: the common case
+        try:
+            return dict(zip(fields[0], fields[1](value.__dict__), strict=True))
+        except (KeyError, AttributeError):
+            pass
     if isinstance(value, (set, frozenset)):
         return _sorted_safely(value)
     if isinstance(value, Mapping):

@@ -157,6 +157,12 @@ class SQLiteStore(Store):
         moment wait for each other (busy timeout) instead of failing at once, as the
         read-then-write of each CREATE ... IF NOT EXISTS on its own would.
         """
+        try:  # the common case, a current store, needs no write (a reader never waits for a writer)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is not None and int(row[0]) >= SCHEMA_VERSION:
+                return int(row[0])
+        except sqlite3.OperationalError:
+            pass  # no meta table yet: a new store
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(_META)
