@@ -330,3 +330,20 @@ def test_a_store_with_a_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(openprogram.StoreError, match="newer than this openprogram"):
         openprogram.open_store(f"sqlite:///{path}").list_sessions()
+
+
+def test_a_reader_does_not_wait_for_a_writer_holding_the_lock(tmp_path: Path) -> None:
+    from openprogram.stores.sqlite import SQLiteStore
+
+    path = tmp_path / "busy.db"
+    first = SQLiteStore(path)
+    first.write([("s", "main", 1.0, 1.0)], [])
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process mid-batch
+    try:
+        reader = SQLiteStore(path)  # a fresh object: it checks the schema on first use
+        reader.busy_timeout_ms = 100
+        assert [s.session_id for s in reader.list_sessions()] == ["s"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
