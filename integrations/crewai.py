@@ -475,6 +475,12 @@ class _Pending:
 _pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("openprogram.crewai.tool", default=None)
 
 
+def _records_itself(tool: Any) -> bool:
+    """A tool whose function is an ``@openprogram.tool`` records its own call: do not record it twice."""
+    tool = getattr(tool, "_original_tool", None) or tool  # the BaseTool behind a CrewStructuredTool
+    return any(hasattr(getattr(tool, name, None), "__openprogram_tool__") for name in ("func", "_run", "_arun"))
+
+
 def _before_tool(context: Any) -> None:
     if not _State.active:
         return None
@@ -482,6 +488,8 @@ def _before_tool(context: Any) -> None:
         tool_input = context.tool_input
         if isinstance(tool_input, dict) and "_session" in tool_input:
             del tool_input["_session"]  # never let a model choose the session
+        if _records_itself(getattr(context, "tool", None)):
+            return None
         agent = context.agent
         attributes = {"agent": _agent_name(agent)} if agent is not None else None
         scope = call_scope("tool", str(context.tool_name), framework=FRAMEWORK, inputs=tool_input,
@@ -532,6 +540,8 @@ def _wrap_tool_sync(orig: Callable[..., Any]) -> Callable[..., Any]:
             return orig(self, *args, **kwargs)
         pending = _claim()
         if pending is None:  # not under an agent's tool hooks: a direct call
+            if _records_itself(self):
+                return orig(self, *args, **kwargs)
             return _record_sync(orig, (self, *args), kwargs, "tool", _tool_name(self),
                                 inputs=kwargs or list(args), bind=False)  # fmt: skip
         try:
@@ -554,6 +564,8 @@ def _wrap_tool_async(orig: Callable[..., Any]) -> Callable[..., Any]:
             return await orig(self, *args, **kwargs)
         pending = _claim()
         if pending is None:
+            if _records_itself(self):
+                return await orig(self, *args, **kwargs)
             return await _record_async(orig, (self, *args), kwargs, "tool", _tool_name(self),
                                        inputs=kwargs or list(args), bind=False)  # fmt: skip
         try:

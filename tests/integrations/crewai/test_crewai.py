@@ -391,6 +391,10 @@ def test_openprogram_tool_schema_is_clean_and_model_session_is_overwritten(store
         assert all(isinstance(s, openprogram.SessionHandle) and s.session_id == h.session_id for s in SEEN)
         tools = by_kind(calls(store, h.session_id), "tool")
         assert all("_session" not in (t.inputs or {}) for t in tools)
+        # Recorded once, by the @openprogram.tool function itself, under the agent that ran it.
+        assert sorted(t.name for t in tools) == ["_run", "lookup"], [(t.name, t.framework) for t in tools]
+        agents = {c.call_id for c in by_kind(calls(store, h.session_id), "agent")}
+        assert all(t.parent_id in agents for t in tools)
 
 
 # --- instrument / uninstrument -------------------------------------------------------------
