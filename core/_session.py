@@ -48,6 +48,23 @@ _POLICIES = ("auto", "warn", "error")
 _known: set[tuple[int, str]] = set()  # (id(store), session_id) recorded by this process
 
 
+_known_lock = threading.Lock()
+
+
+def _first_entry(store: Store, session_id: str) -> bool:
+    """True for exactly one of this process's entries that found the session absent.
+
+    Two tasks or threads entering the same new id at once both find it absent in the
+    store; only the first to get here reports ``created=True``.
+    """
+    key = (id(store), session_id)
+    with _known_lock:
+        if key in _known:
+            return False
+        _known.add(key)
+        return True
+
+
 def _note_session(store: Store, session_id: str, agent_id: str, now: float) -> None:
     _known.add((id(store), session_id))
     _writer.enqueue([session_id, agent_id, now, now, store])
@@ -136,7 +153,7 @@ class session_context:
 
     def __enter__(self) -> SessionHandle:
         store, session_id = self._resolve()
-        created = self.session_id is None or not _exists(store, session_id)
+        created = self.session_id is None or (not _exists(store, session_id) and _first_entry(store, session_id))
         return self._install(store, session_id, created)
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -150,7 +167,8 @@ class session_context:
         elif (id(store), session_id) in _known:
             created = False
         else:  # a store lookup may touch the network: keep it off the event loop
-            created = not await asyncio.get_running_loop().run_in_executor(None, _exists, store, session_id)
+            absent = not await asyncio.get_running_loop().run_in_executor(None, _exists, store, session_id)
+            created = absent and _first_entry(store, session_id)
         return self._install(store, session_id, created)
 
     async def __aexit__(

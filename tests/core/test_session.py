@@ -360,3 +360,37 @@ def test_one_run_with_session_object_shared_by_threads_never_leaks(store: openpr
     b.join()
     assert after == {"first": (None, None), "second": (None, None)}
     assert {e.parent_id for e in calls_by_name(store, "rws-shared")["echo"]} == {h.root_call_id}
+
+
+async def test_concurrent_first_entries_of_one_new_id_report_created_once(store: openprogram.Store) -> None:
+    gate = asyncio.Event()
+
+    async def enter() -> bool:
+        await gate.wait()
+        async with openprogram.session_context("fresh-shared-id", store=store) as h:
+            await asyncio.sleep(0)
+            return h.created
+
+    tasks = [asyncio.create_task(enter()) for _ in range(20)]
+    await asyncio.sleep(0)
+    gate.set()
+    assert sorted(await asyncio.gather(*tasks)) == [False] * 19 + [True]
+
+
+def test_concurrent_first_entries_from_threads_report_created_once(store: openprogram.Store) -> None:
+    import threading
+
+    barrier = threading.Barrier(8)
+    seen: list[bool] = []
+
+    def enter() -> None:
+        barrier.wait()
+        with openprogram.session_context("fresh-threads-id", store=store) as h:
+            seen.append(h.created)
+
+    threads = [threading.Thread(target=enter) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seen) == [False] * 7 + [True]
