@@ -40,7 +40,8 @@ _BACKENDS: dict[str, str] = {
 }
 _open: dict[str, Store] = {}
 _lock = threading.Lock()
-_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@]*:)[^@]*(?P<tail>@)", re.IGNORECASE)
+# The password runs to the authority's last "@": one that holds an unencoded "@" is masked whole.
+_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@]*:)[^/?#]*(?P<tail>@)", re.IGNORECASE)
 _PASSWORD_PARAM = re.compile(r"(?P<head>[?&](?:password|sslpassword)=)[^&]*", re.IGNORECASE)
 
 

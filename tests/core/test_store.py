@@ -259,6 +259,10 @@ def test_back_pressure_loses_nothing(sqlite_url: str, monkeypatch: pytest.Monkey
         ("postgresql://h/db?user=u&password=pw", "postgresql://h/db?user=u&password=***"),
         ("postgresql://u@h/db", "postgresql://u@h/db"),
         ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
+        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),  # unencoded "@": masked whole
+        ("postgresql://u:a@b@c@h/db?x=a@b", "postgresql://u:***@h/db?x=a@b"),
+        ("postgresql://h:5432/db", "postgresql://h:5432/db"),
+        ("sqlite:////tmp/a@b.db", "sqlite:////tmp/a@b.db"),
     ],
 )
 def test_urls_are_shown_without_passwords(url: str, shown: str) -> None:
