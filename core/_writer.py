@@ -57,8 +57,22 @@ logger = logging.getLogger("openprogram")
 
 INTERVAL = 0.05
 """Seconds between writer cycles when nobody is waiting on a flush."""
-MAX_PENDING_ROWS = 200_000
-"""Rows kept in memory per failing store before they are spilled to a file."""
+
+
+def _env_rows(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return max(int(text.replace("_", "")), 100)
+    except ValueError:
+        logger.warning("openprogram: %s=%r is not a whole number; using %d", name, text, default)
+        return default
+
+
+MAX_PENDING_ROWS = _env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000)
+"""Rows kept in memory per failing store before they are spilled to a file (about 20 MB at the
+default 50,000; ``OPENPROGRAM_MAX_PENDING_ROWS`` sets it, at least 100)."""
 QUEUE_HIGH_WATER = 50_000
 """Recorded calls not yet encoded past which recording threads wait for the writer (~15 MB)."""
 BATCH_ROWS = 5_000

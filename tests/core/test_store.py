@@ -351,3 +351,16 @@ def test_a_reader_does_not_wait_for_a_writer_holding_the_lock(tmp_path: Path) ->
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_the_outage_bound_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "20_000")
+    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 20_000
+    monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "3")
+    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 100  # a floor, not a spill per call
+    monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "lots")
+    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
+    assert "not a whole number" in caplog.text
+    monkeypatch.delenv("OPENPROGRAM_MAX_PENDING_ROWS")
+    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
