@@ -86,8 +86,8 @@ _RETRY_MAX = 30.0
 #    attributes, started_at, status, output, error, ended_at)
 # and anything else (a session row, an alias, a flush marker) is a tag object, the
 # payload and padding. Flat, no tuple outlives the call that built it: queued calls
-# add nothing for the garbage collector to track and promote, which was a fifth of
-# a recorded call's cost. The writer regroups entries in C (``zip`` over an iterator).
+# add nothing for the garbage collector to track and promote, which was about a quarter
+# of a recorded call's cost. The writer regroups entries in C (``zip`` over an iterator).
 RECORD_WIDTH = 15
 queue: deque[Any] = deque()
 # Calls that started and have not ended: a key (the call id, or its counter value on
@@ -163,6 +163,8 @@ def enqueue(item: Any) -> None:
     """Queue, from outside the hot path, a session row (a list ``[id, agent, created, updated, store]``),
     an alias (a dict ``{"alias": AliasRow, "store": store}``) or an end record (a tuple)."""
     if type(item) is tuple:
+        if len(item) != RECORD_WIDTH:  # a short entry would shift every later one
+            raise ValueError(f"an end record has {RECORD_WIDTH} fields, not {len(item)}")
         queue.extend(item)
     elif type(item) is list:
         queue.extend((_SESSION, item, *_PADDING))
