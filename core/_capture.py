@@ -18,7 +18,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "ATOMIC_TYPES",
@@ -436,14 +436,27 @@ def _scalar_json(value: Any, lim: Limits) -> str:
     return _encode_string(f"<{kind.__name__} len={len(value)}>")  # bytes
 
 
-# names tuple -> ('"name":' per name, whether that name is secret)
-_shapes: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[bool, ...]]] = {}
+class _Shape(NamedTuple):
+    """What encoding a call's arguments needs to know about its parameter names, worked out once."""
+
+    keys: tuple[str, ...]  # '"name":' per name
+    secret: tuple[bool, ...]  # whether that name is secret-looking
+    templates: tuple[str, ...] | None  # per argument count, '{"a":%s,"b":%s}'; None if any name is secret
 
 
-def _shape(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+_shapes: dict[tuple[str, ...], _Shape] = {}
+
+
+def _shape(names: tuple[str, ...]) -> _Shape:
     shape = _shapes.get(names)
     if shape is None:
-        shape = (tuple(_encode_string(k) + ":" for k in names), tuple(is_secret_key(k) for k in names))
+        keys = tuple(_encode_string(k) + ":" for k in names)
+        secret = tuple(is_secret_key(k) for k in names)
+        templates = None
+        if not any(secret):
+            escaped = [k.replace("%", "%%") + "%s" for k in keys]
+            templates = tuple("{" + ",".join(escaped[:n]) + "}" for n in range(len(keys) + 1))
+        shape = _Shape(keys, secret, templates)
         if len(_shapes) < 10_000:
             _shapes[names] = shape
     return shape
@@ -458,10 +471,35 @@ def arguments_json(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mappin
     lim = _limits
     if kwargs or len(args) > len(names):
         return _arguments_json_general(names, args, kwargs, lim)
-    keys, secret = _shape(names)
-    parts = []
+    shape = _shapes.get(names) or _shape(names)
     max_string = lim.max_string
-    for key, hidden, arg in zip(keys, secret, args, strict=False):  # names may outnumber args
+    templates = shape.templates
+    if templates is not None:  # no secret-looking name: one %-format of the encoded values
+        values = []
+        for arg in args:
+            kind = type(arg)
+            if kind is str:
+                if (
+                    len(arg) > max_string
+                    or (len(arg) > 7 and arg[0] in _SECRET_INITIALS)
+                    or "@" in arg
+                    or "assword" in arg
+                ):
+                    break
+                values.append(_encode_string(arg))
+            elif kind is int and -_BIG < arg < _BIG:
+                values.append(int.__repr__(arg))
+            elif arg is None:
+                values.append("null")
+            elif kind is bool:
+                values.append("true" if arg else "false")
+            else:
+                break
+        else:
+            text = templates[len(args)] % tuple(values)
+            return text if len(text) <= lim.max_chars * 2 else dumps(capture_arguments(names, args, kwargs))
+    parts = []
+    for key, hidden, arg in zip(shape.keys, shape.secret, args, strict=False):  # names may outnumber args
         kind = type(arg)
         if hidden:
             parts.append(key + _REDACTED_JSON)

@@ -84,3 +84,24 @@ def test_captures_are_plain_str_and_attributes_match_the_careful_walk() -> None:
     ):
         assert type(mapping_json(value)) is str
         assert json.loads(mapping_json(value)) == json.loads(json.dumps(capture(value))), value
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
+    st.sampled_from(["sk-" + "a" * 24, "Bearer abcdefghijklmnop", "postgresql://u:pw@h/db", "my password is x"]),
+)  # fmt: skip
+_names = st.lists(
+    st.one_of(st.text(min_size=1, max_size=12), st.sampled_from(["api_key", "token", "a%s", "%", "password"])),
+    min_size=1, max_size=5, unique=True,
+)  # fmt: skip
+
+
+@given(_names, st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_writers_argument_json_agrees_with_the_careful_walk(names: list[str], data: st.DataObject) -> None:
+    from openprogram._capture import arguments_json, capture_arguments, dumps
+
+    args = tuple(data.draw(st.lists(_scalars, max_size=len(names))))
+    got = arguments_json(tuple(names), args, None)
+    assert json.loads(got) == json.loads(dumps(capture_arguments(tuple(names), args, None)))
