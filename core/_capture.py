@@ -32,6 +32,7 @@ __all__ = [
     "arguments_json",
     "json_string",
     "mapping_json",
+    "parameter_shape",
     "dumps",
     "scalar_json",
     "is_secret_key",
@@ -439,12 +440,18 @@ def _scalar_json(value: Any, lim: Limits) -> str:
 class _Shape(NamedTuple):
     """What encoding a call's arguments needs to know about its parameter names, worked out once."""
 
+    names: tuple[str, ...]
     keys: tuple[str, ...]  # '"name":' per name
     secret: tuple[bool, ...]  # whether that name is secret-looking
     templates: tuple[str, ...] | None  # per argument count, '{"a":%s,"b":%s}'; None if any name is secret
 
 
 _shapes: dict[tuple[str, ...], _Shape] = {}
+
+
+def parameter_shape(names: tuple[str, ...]) -> _Shape:
+    """Worked out once per function: what the writer needs to encode its scalar arguments."""
+    return _shape(names)
 
 
 def _shape(names: tuple[str, ...]) -> _Shape:
@@ -456,22 +463,26 @@ def _shape(names: tuple[str, ...]) -> _Shape:
         if not any(secret):
             escaped = [k.replace("%", "%%") + "%s" for k in keys]
             templates = tuple("{" + ",".join(escaped[:n]) + "}" for n in range(len(keys) + 1))
-        shape = _Shape(keys, secret, templates)
+        shape = _Shape(names, keys, secret, templates)
         if len(_shapes) < 10_000:
             _shapes[names] = shape
     return shape
 
 
-def arguments_json(names: tuple[str, ...], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
+def arguments_json(
+    names: tuple[str, ...] | _Shape, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
+) -> str:
     """JSON text of ``capture_arguments(...)`` for arguments of :data:`ATOMIC_TYPES` only, built directly.
 
     The background writer's fast path: same result as ``dumps(capture_arguments(...))``
-    for the common case of a few small scalars, at a fraction of the cost.
+    for the common case of a few small scalars, at a fraction of the cost. ``names``
+    may be the parameter names or their :func:`parameter_shape` (cheaper: no lookup).
     """
     lim = _limits
+    shape = names if isinstance(names, _Shape) else (_shapes.get(names) or _shape(names))
+    names = shape.names
     if kwargs or len(args) > len(names):
         return _arguments_json_general(names, args, kwargs, lim)
-    shape = _shapes.get(names) or _shape(names)
     max_string = lim.max_string
     templates = shape.templates
     if templates is not None:  # no secret-looking name: one %-format of the encoded values

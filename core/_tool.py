@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any, TypeVar, overload
 
 from . import _ids
-from ._capture import ATOMIC_TYPES, PRECAPTURED, bind_arguments, capture, capture_json
+from ._capture import ATOMIC_TYPES, PRECAPTURED, bind_arguments, capture, capture_json, parameter_shape
 from ._context import SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._recorder import _reset, describe_error, status_of
@@ -184,6 +184,7 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
     reset_call = call_var.reset
     extend = queue.extend
     running = inflight
+    shape = parameter_shape(names)  # kept in the record instead of the names: the writer needs no lookup
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # Fast path: inside a session, no override, immutable arguments.
@@ -197,7 +198,7 @@ def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], s
         if not n & 0xFFF:
             ids.every_4096_calls()
         call_id = ids.prefix + hex(n)  # new_call_id(), inlined
-        rec = (call_id, handle, get_call() or handle.root_call_id, "tool", name, None, names, args, None, None,
+        rec = (call_id, handle, get_call() or handle.root_call_id, "tool", name, None, shape, args, None, None,
                time.time())  # fmt: skip
         running[n] = rec  # keyed by the counter value: an int hashes for free
         token = set_call(call_id)

@@ -321,20 +321,23 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     state: _StoreState | None = None
     # Taken and regrouped in C: one popleft per item, then RECORD_WIDTH-tuples.
     items = iter(list(map(_take, itertools.repeat(queue, count * RECORD_WIDTH))))
+    append: Callable[[CallRow], None] | None = None
+    running: set[str] = set()
+    encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
         head = item[0]
         if type(head) is str:
             store = item[1].store
-            if store is not last_store:
+            if store is not last_store or append is None:
                 state, last_store = _state(store), store
-            assert state is not None
+                append, running = state.pending_calls.append, state.running
             try:
-                row = _encode(item, owner)
+                row = encode(item, owner)
             except Exception:
                 row = _encode_safely(item, owner)
-            state.pending_calls.append(row)
-            if state.running:
-                state.running.discard(row[0])
+            append(row)
+            if running:
+                running.discard(head)
         elif head is _SESSION:
             session = item[1]
             _state(session[4]).pending_sessions.append((session[0], session[1], session[2], session[3]))
