@@ -43,7 +43,7 @@ from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
 from openprogram._propagation import propagate
-from openprogram._recorder import Opened, _reset, call_scope, close_call, end_call, open_call
+from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
     from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
@@ -144,18 +144,8 @@ def _content_text(item: Any) -> str:
         return ""
 
 
-def _detach(scope: call_scope) -> _Stream | None:
-    """Restore the context a scope changed but keep its call open, for a stream that outlives it."""
-    rec, handle = scope.rec, scope.handle
-    scope.rec = None  # exit() now only restores the context
-    scope.exit()
-    if rec is None or handle is None:
-        return None
-    return _Stream(handle, rec)
-
-
-def _detach_opened(opened: Opened) -> _Stream:
-    """:func:`_detach` for a call begun with ``open_call``."""
+def _detach(opened: Opened) -> _Stream:
+    """Restore the context ``open_call`` changed but keep its call open, for a stream that outlives it."""
     rec, c_token, s_token = opened
     _reset(call_var, c_token)
     if s_token is not None:
@@ -295,7 +285,7 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
         result = context.result
         value = result.value if result is not None else None
         if context.is_streaming and (inspect.isasyncgen(value) or inspect.isgenerator(value)):
-            stream = _detach_opened(opened)
+            stream = _detach(opened)
             if result is not None:
                 result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
             return
@@ -420,11 +410,11 @@ def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any
     """
     try:
         name, inputs, attributes = describe()
-        scope = call_scope(kind, name, framework=FRAMEWORK, inputs=inputs, attributes=attributes)
     except Exception:
         _log_once(f"starting a streamed {kind} call")
         return None
-    return _detach(scope.enter())
+    opened = open_call(kind, name, FRAMEWORK, inputs, attributes)  # logs its own errors
+    return None if opened is None else _detach(opened)
 
 
 def _driven(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
@@ -474,19 +464,19 @@ def _wrap_agent_call(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _active:
             return await original(self, *args, **kwargs)
         try:
-            scope = call_scope("agent", _agent_name(self), framework=FRAMEWORK, inputs=_agent_inputs(args, kwargs))
+            name, inputs = _agent_name(self), _agent_inputs(args, kwargs)
         except Exception:
             _log_once("ChatCompletionAgent.get_response")
             return await original(self, *args, **kwargs)
-        scope.enter()
+        opened = open_call("agent", name, FRAMEWORK, inputs)
+        if opened is None:
+            return await original(self, *args, **kwargs)
         try:
             result = await original(self, *args, **kwargs)
         except BaseException as exc:
-            scope.exit(exc)
+            close_call(opened, exc)
             raise
-        if scope.recording:
-            scope.set_output(_messages_text([getattr(result, "message", result)]))
-        scope.exit()
+        close_call(opened, None, _messages_text([getattr(result, "message", result)]))
         return result
 
     return _wraps(get_response, original)
@@ -562,26 +552,26 @@ def _wrap_orchestration(original: Callable[..., Any]) -> Callable[..., Any]:
             return await original(self, task, runtime)
         try:
             inputs = {"task": task if isinstance(task, str) else str(task)}
-            scope = call_scope("call", type(self).__name__, framework=FRAMEWORK, inputs=inputs)
         except Exception:
             _log_once("OrchestrationBase.invoke")
             return await original(self, task, runtime)
         # The orchestration's messages are sent while its call is current, so
         # every agent it runs (in the runtime's tasks) is attributed to it.
-        scope.enter()
+        opened = open_call("call", type(self).__name__, FRAMEWORK, inputs)
+        if opened is None:
+            return await original(self, task, runtime)
         try:
             result = await original(self, task, runtime)
         except BaseException as exc:
-            scope.exit(exc)
+            close_call(opened, exc)
             raise
-        stream = _detach(scope)
-        if stream is not None:
-            try:
-                watcher = asyncio.ensure_future(_end_when_done(result, stream.rec))
-                _watchers.add(watcher)
-                watcher.add_done_callback(_watchers.discard)
-            except Exception:
-                _log_once("watching an orchestration result")
+        stream = _detach(opened)
+        try:
+            watcher = asyncio.ensure_future(_end_when_done(result, stream.rec))
+            _watchers.add(watcher)
+            watcher.add_done_callback(_watchers.discard)
+        except Exception:
+            _log_once("watching an orchestration result")
         return result
 
     return _wraps(invoke, original)
