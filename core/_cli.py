@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Protocol, TextIO
 
 from ._ids import InvalidSessionId, validate_session_id
 from .stores import Store, StoreError, open_store, safe_url
+from .stores._base import CALL_COLUMNS
 
 __all__ = ["main", "render_tree"]
 
@@ -47,6 +48,10 @@ class _TreeCall(NamedTuple):
     @property
     def duration(self) -> float | None:
         return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+# The field list spells out CallRow for the type checker; it must stay the stores' column order.
+assert _TreeCall._fields == CALL_COLUMNS, "_TreeCall must list CALL_COLUMNS in order"
 
 
 class _Drawable(Protocol):

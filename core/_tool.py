@@ -96,6 +96,15 @@ def _decorate(func: F, name: str | None = None) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def records_itself(owner: Any, *attributes: str) -> bool:
+    """Whether one of ``owner``'s named attributes is an ``@openprogram.tool`` function.
+
+    Adapters use it to leave a framework tool built on such a function to record its own
+    calls, instead of recording each call twice.
+    """
+    return any(hasattr(getattr(owner, name, None), "__openprogram_tool__") for name in attributes)
+
+
 def _snapshot(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Arguments as the writer will need them: by reference when immutable, else copied now."""
     for value in args:

@@ -40,6 +40,7 @@ from openprogram._instrument import Integration
 from openprogram._propagation import propagate
 from openprogram._recorder import call_scope, close_call, open_call
 from openprogram._session import session_context, session_for_run
+from openprogram._tool import records_itself
 
 if TYPE_CHECKING:
     from crewai import Crew
@@ -478,7 +479,7 @@ _pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("open
 def _records_itself(tool: Any) -> bool:
     """A tool whose function is an ``@openprogram.tool`` records its own call: do not record it twice."""
     tool = getattr(tool, "_original_tool", None) or tool  # the BaseTool behind a CrewStructuredTool
-    return any(hasattr(getattr(tool, name, None), "__openprogram_tool__") for name in ("func", "_run", "_arun"))
+    return records_itself(tool, "func", "_run", "_arun")
 
 
 def _before_tool(context: Any) -> None:

@@ -31,6 +31,7 @@ from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
 from openprogram._recorder import Opened, call_scope, close_call, open_call
 from openprogram._session import session_context, session_for_run
+from openprogram._tool import records_itself
 
 __all__ = ["MIN_VERSION", "LangGraphIntegration"]
 
@@ -382,8 +383,7 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _records_itself(tool: Any) -> bool:
     """A tool built on an ``@openprogram.tool`` function records its own call: do not record it twice."""
-    return (hasattr(getattr(tool, "func", None), "__openprogram_tool__")
-            or hasattr(getattr(tool, "coroutine", None), "__openprogram_tool__"))  # fmt: skip
+    return records_itself(tool, "func", "coroutine")
 
 
 _visible: dict[int, tuple[Any, frozenset[str]]] = {}  # id(tool) -> (tool, argument names the model sees)
