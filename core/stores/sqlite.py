@@ -12,6 +12,7 @@ import itertools
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -190,7 +191,19 @@ class SQLiteStore(Store):
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
                                check_same_thread=False)  # fmt: skip
         conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        # Switching a new file to WAL needs it to itself, and SQLite answers "database is
+        # locked" at once, not after the busy timeout, when another process is doing the
+        # same: wait for it here. Once the file is in WAL mode this is a read.
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    conn.close()
+                    raise
+                time.sleep(0.005)
         conn.execute("PRAGMA synchronous = FULL")
         return conn
 

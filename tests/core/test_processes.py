@@ -390,3 +390,37 @@ def test_forked_child_does_not_inherit_the_parents_store_lock_or_connection(sqli
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the child could not write: it inherited a held lock"
     assert one(store, "fork-lock", "in_child").status == "ok"
+
+
+OPENER = """
+import sys, time
+from openprogram.stores.sqlite import SQLiteStore
+path, at = sys.argv[1], float(sys.argv[2])
+while time.time() < at:
+    pass
+# The first write creates the file, switches it to WAL and makes the schema.
+SQLiteStore(path).write([("s-" + sys.argv[3], "main", 1.0, 1.0)], [])
+print("ok")
+"""
+
+
+def test_processes_opening_a_new_store_at_the_same_instant_all_succeed(tmp_path: Path) -> None:
+    import time
+
+    for trial in range(10):
+        path = tmp_path / f"new-{trial}.db"
+        at = time.time() + 0.5  # all four are started and spinning by then (startup takes ~0.3 s)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPENER, str(path), str(at), str(n)],
+                env=python_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(4)
+        ]
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0 and out.strip() == "ok", err
+        assert len(openprogram.open_store(f"sqlite:///{path}").list_sessions()) == 4
