@@ -478,23 +478,22 @@ def arguments_json(
     for the common case of a few small scalars, at a fraction of the cost. ``names``
     may be the parameter names or their :func:`parameter_shape` (cheaper: no lookup).
     """
-    lim = _limits
-    shape = names if isinstance(names, _Shape) else (_shapes.get(names) or _shape(names))
-    names = shape.names
-    if kwargs or len(args) > len(names):
-        return _arguments_json_general(names, args, kwargs, lim)
-    max_string = lim.max_string
+    shape = names if type(names) is _Shape else (_shapes.get(names) or _shape(names))
     templates = shape.templates
-    if templates is not None:  # no secret-looking name: one %-format of the encoded values
+    # len(templates) is len(names) + 1: a template per count of positional arguments.
+    if templates is not None and not kwargs and len(args) < len(templates):
+        # No secret-looking name: one %-format of the encoded values. (Written out flat:
+        # this runs once per recorded call on the writer's thread.)
+        max_string = _limits.max_string
         values = []
         for arg in args:
             kind = type(arg)
             if kind is str:
                 if (
                     len(arg) > max_string
-                    or (len(arg) > 7 and arg[0] in _SECRET_INITIALS)
                     or "@" in arg
                     or "assword" in arg
+                    or (len(arg) > 7 and arg[0] in _SECRET_INITIALS)
                 ):
                     break
                 values.append(_encode_string(arg))
@@ -508,7 +507,13 @@ def arguments_json(
                 break
         else:
             text = templates[len(args)] % tuple(values)
-            return text if len(text) <= lim.max_chars * 2 else dumps(capture_arguments(names, args, kwargs))
+            if len(text) <= _limits.max_chars * 2:
+                return text
+    lim = _limits
+    names = shape.names
+    if kwargs or len(args) > len(names):
+        return _arguments_json_general(names, args, kwargs, lim)
+    max_string = lim.max_string
     parts = []
     for key, hidden, arg in zip(shape.keys, shape.secret, args, strict=False):  # names may outnumber args
         kind = type(arg)

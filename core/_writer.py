@@ -36,7 +36,7 @@ from ._capture import (
     mapping_json,
     scalar_json,
 )
-from .stores import AliasRow, CallRow, SessionRow, Store, openprogram_home
+from .stores import AliasRow, CallRow, CallRows, SessionRow, Store, openprogram_home
 
 __all__ = [
     "INTERVAL",
@@ -125,7 +125,7 @@ class _StoreState:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.pending_sessions: list[SessionRow] = []
-        self.pending_calls: list[CallRow] = []
+        self.pending_calls = CallRows()  # flat: no tuple per row for the GC to track
         self.pending_aliases: list[AliasRow] = []
         self.failing = False
         self.retry_at = 0.0
@@ -222,9 +222,10 @@ def _text(value: Any, limit: int = _MAX_NAME) -> Any:
     return value
 
 
+_RUNNING = ("running", None, None, None)  # completes a start record (from inflight) as a running row
+
+
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
-    if len(rec) != RECORD_WIDTH:  # a start record (from inflight): the call is still running
-        rec = rec + ("running", None, None, None)
     (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
      attributes, started, status, output, error, ended) = rec  # fmt: skip
     if names is None:
@@ -269,7 +270,7 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
     except Exception as exc:
         logger.exception("openprogram: could not encode call %s; recording it without captures", rec[0])
         note = dumps(f"<capture failed: {type(exc).__name__}>")
-        final = len(rec) > 11
+        final = rec[11] != "running"
         return (
             rec[0], rec[1].session_id, rec[1].turn_id, _text(rec[2]), _text(rec[3]), _text(rec[4]), _text(rec[5]),
             rec[11] if final else "running", note, note if final else None, _text(rec[13], 8192) if final else None,
@@ -321,7 +322,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     state: _StoreState | None = None
     # Taken and regrouped in C: one popleft per item, then RECORD_WIDTH-tuples.
     items = iter(list(map(_take, itertools.repeat(queue, count * RECORD_WIDTH))))
-    append: Callable[[CallRow], None] | None = None
+    append: Callable[[CallRow], object] | None = None
     running: set[str] = set()
     encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
@@ -330,7 +331,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
             store = item[1].store
             if store is not last_store or append is None:
                 state, last_store = _state(store), store
-                append, running = state.pending_calls.append, state.running
+                append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
             try:
                 row = encode(item, owner)
             except Exception:
@@ -355,7 +356,7 @@ def _note_running(owner: str) -> None:
         state = _state(rec[1].store)
         if call_id not in state.running:
             state.running.add(call_id)
-            state.pending_calls.append(_encode_safely(rec, owner))
+            state.pending_calls.append(_encode_safely(rec + _RUNNING, owner))
 
 
 def _write_all(owner: str) -> bool:
@@ -401,7 +402,7 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         logger.info("openprogram: store %s is writable again; buffered records were written", store.url)
     state.failing = False
     state.backoff = 1.0
-    state.pending_calls = []
+    state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
     return True
@@ -442,7 +443,7 @@ def _spill(state: _StoreState) -> None:
         logger.warning("openprogram: store %s is still unavailable; records are being spilled to %s "
                        "(load them with `openprogram import %s`)", state.store.url, path, path)  # fmt: skip
     state.spilled += len(state.pending_calls)
-    state.pending_calls = []
+    state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
 

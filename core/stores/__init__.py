@@ -17,12 +17,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ._base import AliasRow, CallRecord, CallRow, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRecord, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = [
     "AliasRow",
     "CallRecord",
     "CallRow",
+    "CallRows",
     "SessionInfo",
     "SessionRow",
     "Store",

@@ -8,8 +8,8 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from .._ids import process_owner
 
@@ -18,6 +18,7 @@ __all__ = [
     "AliasRow",
     "CallRecord",
     "CallRow",
+    "CallRows",
     "HEARTBEAT_STALE_SECONDS",
     "SessionInfo",
     "SessionRow",
@@ -37,6 +38,55 @@ CallRow = tuple[
     str, str, str, "str | None", str, str, "str | None", str,
     "str | None", "str | None", "str | None", "str | None", float, "float | None", str,
 ]  # fmt: skip
+
+_WIDTH = len(CALL_COLUMNS)
+
+
+class CallRows(Sequence[CallRow]):
+    """Call rows kept flat: the fields of every row back to back in one list (:attr:`flat`).
+
+    The background writer collects rows this way because a tuple per row is an object the
+    garbage collector must track and scan (a tenth of the writer's work); a flat list is one
+    object however many rows it holds. It is a read-only ``Sequence[CallRow]`` for any store;
+    a store that binds parameters in bulk (SQLite) slices :attr:`flat` directly.
+    """
+
+    __slots__ = ("flat",)
+
+    def __init__(self, rows: Iterable[CallRow] = ()) -> None:
+        self.flat: list[Any] = []
+        for row in rows:
+            self.append(row)
+
+    def append(self, row: CallRow) -> None:
+        if len(row) != _WIDTH:  # a short row would shift every later one
+            raise ValueError(f"a call row has {_WIDTH} fields, not {len(row)}")
+        self.flat.extend(row)
+
+    def __len__(self) -> int:
+        return len(self.flat) // _WIDTH
+
+    def __iter__(self) -> Iterator[CallRow]:
+        fields = iter(self.flat)
+        return zip(*(fields,) * _WIDTH, strict=True)
+
+    @overload
+    def __getitem__(self, index: int) -> CallRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[CallRow]: ...
+    def __getitem__(self, index: int | slice) -> CallRow | list[CallRow]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("call row index out of range")
+        return tuple(self.flat[index * _WIDTH : (index + 1) * _WIDTH])
+
+    def __repr__(self) -> str:
+        return f"CallRows({len(self)} rows)"
+
 
 #: (session_id, agent_id, created_at, updated_at)
 SessionRow = tuple[str, str, float, float]

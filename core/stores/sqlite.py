@@ -16,8 +16,9 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -88,9 +89,36 @@ UPSERT_CALL = (
 # Calls are written CHUNK rows per statement: one statement step (and one release of the
 # GIL) per chunk instead of per row. A chunk may hold a call's running and final rows:
 # SQLite applies a multi-row upsert row by row, so the final row still wins.
-CHUNK = 64  # x 15 columns = 960 parameters, under every SQLite's limit (999 before 3.32)
+CHUNK = 64  # 15 x 64 = 960 parameters, under every SQLite's limit (999 before 3.32)
 _ROW = "(" + ", ".join(["?"] * 15) + ")"
-UPSERT_CALLS = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join([_ROW] * CHUNK), 1)
+UPSERT_CALLS_PLAIN = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join([_ROW] * CHUNK), 1)
+
+
+# The columns a chunk's rows nearly always share (session, turn, owner) are bound once, as
+# ?1-?3, and each row binds only its other 12: binding and copying the three per row was
+# an eighth of the write (P2: 740 -> 650 ms of writing for 200,000 calls).
+def _shared_row(k: int) -> str:
+    n = [f"?{4 + 12 * k + j}" for j in range(12)]
+    return f"({n[0]}, ?1, ?2, {', '.join(n[1:])}, ?3)"
+
+
+UPSERT_CALLS = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join(map(_shared_row, range(CHUNK))), 1)
+
+
+def _share_columns(part: list[Any]) -> bool:
+    """Turn one chunk's flat fields into UPSERT_CALLS parameters, if its rows share session, turn and owner."""
+    session, turn, owner = part[1], part[2], part[14]
+    if not (
+        part[1::15].count(session) == CHUNK and part[2::15].count(turn) == CHUNK and part[14::15].count(owner) == CHUNK
+    ):
+        return False
+    del part[14::15]  # rows are now 14 wide
+    del part[2::14]
+    del part[1::13]
+    part[0:0] = (session, turn, owner)
+    return True
+
+
 _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
 _TREE_COLUMNS = (
@@ -228,13 +256,23 @@ class SQLiteStore(Store):
                 if sessions:
                     conn.executemany(UPSERT_SESSION, sessions)
                 if calls:
-                    whole = len(calls) - len(calls) % CHUNK
+                    # The writer's rows come flat (CallRows): chunks are slices of one list.
+                    flat = calls.flat if type(calls) is CallRows else list(itertools.chain.from_iterable(calls))
+                    width = 15 * CHUNK
+                    whole = len(flat) - len(flat) % width
                     if whole:
-                        flat = list(itertools.chain.from_iterable(calls[:whole]))
-                        width = 15 * CHUNK
-                        conn.executemany(UPSERT_CALLS, [flat[i : i + width] for i in range(0, len(flat), width)])
-                    if whole < len(calls):
-                        conn.executemany(UPSERT_CALL, calls[whole:])
+                        shared: list[list[Any]] = []
+                        plain: list[list[Any]] = []
+                        for i in range(0, whole, width):
+                            part = flat[i : i + width]
+                            (shared if _share_columns(part) else plain).append(part)
+                        if shared:
+                            conn.executemany(UPSERT_CALLS, shared)
+                        if plain:  # a chunk spanning two sessions; order does not matter to the upsert
+                            conn.executemany(UPSERT_CALLS_PLAIN, plain)
+                    if whole < len(flat):
+                        rest = iter(flat[whole:])
+                        conn.executemany(UPSERT_CALL, zip(*(rest,) * 15, strict=True))
                 if aliases:
                     conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?, ?, ?)", aliases)
                 conn.execute("COMMIT")

@@ -12,7 +12,7 @@ import openprogram
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openprogram.stores import CallRow, Store
+from openprogram.stores import CallRow, CallRows, Store
 from openprogram.stores._base import HEARTBEAT_STALE_SECONDS
 
 
@@ -224,6 +224,52 @@ def test_many_calls_stream_in_order(store: Store) -> None:
         seen += 1
     assert seen == n
     assert store.get_session("s1").call_count == n  # type: ignore[union-attr]
+
+
+def test_flat_batches_across_sessions_turns_and_owners(store: Store) -> None:
+    """The writer hands rows over flat (CallRows). Batches whose chunks share session, turn and
+    owner, chunks that do not, and a remainder all store exactly what the reference keeps."""
+    reference = openprogram.open_store("memory://")
+    owner = live_owner()
+    rows: list[CallRow] = []
+    for i in range(64 * 3 + 10):
+        # first chunk: one session; second: two sessions; third: one odd turn and one odd owner
+        session = "s2" if 64 <= i < 128 and i % 2 else ("s2" if i >= 128 else "s1")
+        r = row(f"c{i:04d}", session, started=float(i), owner=owner, output=f'"{i}"')
+        if i == 130:
+            r = r[:2] + ("turn2",) + r[3:]
+        if i == 20:  # running, of an owner with no heartbeat: reads as interrupted, so the owner is checked
+            r = row(f"c{i:04d}", session, started=float(i), owner="elsewhere:2:y", status="running")
+        rows.append(r)
+    # a running row and its final row in one shared chunk, and in the remainder
+    rows[5] = row("c0005", "s1", started=5.0, owner=owner, status="running")
+    rows.insert(9, row("c0005", "s1", started=5.0, owner=owner, output='"done"'))
+    rows.append(row("c9999", "s2", started=999.0, owner=owner, status="running"))
+    rows.append(row("c9999", "s2", started=999.0, owner=owner, output='"late"'))
+    sessions = [("s1", "a", 1.0, 2.0), ("s2", "a", 1.0, 2.0)]
+    store.write(sessions, CallRows(rows))
+    reference.write(sessions, rows)
+    for session in ("s1", "s2"):
+        got = [c.to_dict() for c in store.list_calls(session)]
+        assert got == [c.to_dict() for c in reference.list_calls(session)]
+        assert got
+    assert {c.turn_id for c in store.list_calls("s2")} == {"turn1", "turn2"}
+    assert [c.output for c in store.list_calls("s1") if c.call_id == "c0005"] == ["done"]
+    assert [c.status for c in store.list_calls("s2") if c.call_id == "c9999"] == ["ok"]
+    assert [c.status for c in store.list_calls("s1") if c.call_id == "c0020"] == ["interrupted"]
+
+
+def test_call_rows_is_a_sequence_of_rows() -> None:
+    rows = [row(f"c{i}") for i in range(3)]
+    flat = CallRows(rows)
+    assert len(flat) == 3 and list(flat) == rows and flat[1] == rows[1] and flat[-1] == rows[2]
+    assert flat[1:] == rows[1:] and bool(CallRows()) is False
+    assert len(flat.flat) == 45
+    with pytest.raises(IndexError):
+        flat[3]
+    with pytest.raises(ValueError, match="15 fields"):
+        flat.append(rows[0][:14])  # type: ignore[arg-type]
+    assert len(flat) == 3
 
 
 def test_recording_through_tools_and_threads(store_url: str) -> None:
