@@ -478,7 +478,8 @@ def arguments_json(
     for the common case of a few small scalars, at a fraction of the cost. ``names``
     may be the parameter names or their :func:`parameter_shape` (cheaper: no lookup).
     """
-    shape = names if type(names) is _Shape else (_shapes.get(names) or _shape(names))
+    # (type() rather than isinstance(): cheaper, and _Shape is the only tuple subclass passed here)
+    shape = names if type(names) is _Shape else (_shapes.get(names) or _shape(names))  # type: ignore[arg-type]
     templates = shape.templates
     # len(templates) is len(names) + 1: a template per count of positional arguments.
     if templates is not None and not kwargs and len(args) < len(templates):
