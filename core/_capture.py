@@ -309,6 +309,10 @@ _URL_CREDENTIALS: Final = re.compile(r'://[^"\s]*@')
 _JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
 
 
+_KEY_WORDS: Final = ("key", "token", "auth", "pass", "secret", "pwd", "credential", "cookie", "signature")
+"""Every secret key (:func:`is_secret_key`) contains one of these, case aside."""
+
+
 def _needs_care(text: str) -> bool:
     if "assword" in text or _CREDENTIAL_STRING.search(text) is not None:
         return True
@@ -327,7 +331,39 @@ def _needs_care(text: str) -> bool:
         or "signature" in lowered
     ):
         return False
-    return any(is_secret_key(key) for key in _JSON_KEY.findall(text))
+    if not text.isascii():  # not the encoder's output: positions in lower() might shift
+        return _any_secret_key(text)
+    # Only keys holding a key word are judged. Finding them from the word's position costs a
+    # few string operations each; taking every key of a message apart (the old way) cost
+    # twice the encoding of a LangChain message that merely reports "input_tokens".
+    for word in _KEY_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            end = text.find('"', at)  # the end of the string holding the word
+            if end < 0 or text[end - 1] == "\\":
+                return _any_secret_key(text)  # an escaped quote: take the whole text apart
+            if text.startswith(":", end + 1):  # that string is a key
+                start = text.rfind('"', 0, at) + 1
+                key = text[start:end]
+                if "\\" in key:
+                    return _any_secret_key(text)
+                if is_secret_key(key):
+                    return True
+            at = lowered.find(word, end)
+    return False
+
+
+def _any_secret_key(text: str) -> bool:
+    for spelled in _JSON_KEY.findall(text):
+        key = spelled
+        if "\\" in spelled:  # escaped ("\u00e9secret"): judge the key itself, not its JSON spelling
+            try:
+                key = json.loads(f'"{spelled}"')
+            except ValueError:
+                return True
+        if is_secret_key(key):
+            return True
+    return False
 
 
 def _fast_default(value: Any) -> Any:

@@ -105,3 +105,38 @@ def test_the_writers_argument_json_agrees_with_the_careful_walk(names: list[str]
     args = tuple(data.draw(st.lists(_scalars, max_size=len(names))))
     got = arguments_json(tuple(names), args, None)
     assert json.loads(got) == json.loads(dumps(capture_arguments(tuple(names), args, None)))
+
+
+# Keys and texts built to probe the secret-key scan: secret keys, harmless keys holding a key
+# word ("input_tokens", "keyboard"), key words inside values, and quotes, backslashes, colons
+# and non-ASCII characters next to them.
+_key_parts = st.sampled_from(
+    ["api_key", "apiKey", "token", "input_tokens", "keyboard", "author", "Authorization", "passage",
+     "x-api-key", "secret", "pwd", "cookie", "signature", "name", "id", '"', "\\", ":", '":', "é", " ", "_"]
+)  # fmt: skip
+_probe_text = st.lists(_key_parts, min_size=1, max_size=4).map("".join)
+_probe_values = st.recursive(
+    st.none() | st.integers(-5, 5) | _probe_text,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(_probe_text, children, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_probe_values)
+def test_secret_keys_are_found_wherever_key_words_appear(value: Any) -> None:
+    assert json.loads(capture_json(value)) == json.loads(json.dumps(capture(value)))
+
+
+def test_key_words_in_values_and_harmless_keys_keep_the_fast_text() -> None:
+    from openprogram._capture import _fast_encode, _needs_care
+
+    harmless = {"usage": {"input_tokens": 3, "output_tokens": 5}, "note": 'the "token": is in a value', "k": "keyboard"}
+    assert not _needs_care(_fast_encode(harmless))
+    for secret in ({"usage": {"input_tokens": 3}, "x-api-key": "v"}, {"a": {"refreshToken": "v"}}, {'q"token': "v"},
+                   {"clé_secret": "v"}):  # fmt: skip
+        assert _needs_care(_fast_encode(secret)), secret
+    assert capture(secret)["clé_secret"] == REDACTED
+    assert json.loads(capture_json({"outer": {"input_tokens": 1, "apiToken": "s3cr3t"}})) == {
+        "outer": {"input_tokens": 1, "apiToken": REDACTED}
+    }
