@@ -339,18 +339,36 @@ def _needs_care(text: str) -> bool:
     for word in _KEY_WORDS:
         at = lowered.find(word)
         while at >= 0:
-            end = text.find('"', at)  # the end of the string holding the word
-            if end < 0 or text[end - 1] == "\\":
-                return _any_secret_key(text)  # an escaped quote: take the whole text apart
+            end = _closing_quote(text, at)  # the end of the string holding the word
+            if end < 0:
+                return True  # not JSON as the encoder writes it: take the careful path
             if text.startswith(":", end + 1):  # that string is a key
-                start = text.rfind('"', 0, at) + 1
-                key = text[start:end]
-                if "\\" in key:
-                    return _any_secret_key(text)
+                start = text.rfind('"', 0, at)
+                if start <= 0 or text[start - 1] == "\\":
+                    return True  # a quote inside the key before the word: rare, take the careful path
+                key = text[start + 1 : end]
+                if "\\" in key:  # escapes in the key: judge the key itself, not its JSON spelling
+                    try:
+                        key = json.loads(text[start : end + 1])
+                    except ValueError:
+                        return True
                 if is_secret_key(key):
                     return True
             at = lowered.find(word, end)
     return False
+
+
+def _closing_quote(text: str, at: int) -> int:
+    """The index of the first unescaped '"' at or after ``at`` (-1 if none)."""
+    end = text.find('"', at)
+    while end > 0 and text[end - 1] == "\\":
+        first = end - 1
+        while first > 0 and text[first - 1] == "\\":
+            first -= 1
+        if (end - first) % 2 == 0:  # an even run of backslashes escapes only itself
+            break
+        end = text.find('"', end + 1)
+    return end
 
 
 def _any_secret_key(text: str) -> bool:

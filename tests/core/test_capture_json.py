@@ -131,9 +131,11 @@ def test_secret_keys_are_found_wherever_key_words_appear(value: Any) -> None:
 def test_key_words_in_values_and_harmless_keys_keep_the_fast_text() -> None:
     from openprogram._capture import _fast_encode, _needs_care
 
-    harmless = {"usage": {"input_tokens": 3, "output_tokens": 5}, "note": 'the "token": is in a value', "k": "keyboard"}
+    harmless = {"usage": {"input_tokens": 3, "output_tokens": 5}, "note": 'the "token": is in a value', "k": "keyboard",
+                "arguments": '{"api_key": "x", "q": "a\\\\"}', "path\\": 'C:\\'}  # fmt: skip
     assert not _needs_care(_fast_encode(harmless))
     for secret in ({"usage": {"input_tokens": 3}, "x-api-key": "v"}, {"a": {"refreshToken": "v"}}, {'q"token': "v"},
+                   {'token"q': "v"}, {"note": 'x\\', "api_key\\": "v"}, {"k": '"', "secret": "v"},
                    {"clé_secret": "v"}):  # fmt: skip
         assert _needs_care(_fast_encode(secret)), secret
     assert capture(secret)["clé_secret"] == REDACTED
