@@ -187,12 +187,8 @@ def _run() -> None:
 
 
 def _throttle() -> None:
-    """Run every 4,096 calls. A batch's worth queued wakes the writer now rather than at its
-    next tick; when the writer falls far behind, recording threads wait for it (back-pressure)."""
-    queued = len(queue)
-    if queued <= QUEUE_HIGH_WATER * RECORD_WIDTH or threading.current_thread() is _thread:
-        if queued >= BATCH_ROWS * RECORD_WIDTH:
-            _wake.set()
+    """Back-pressure: when the writer falls far behind, recording threads wait for it."""
+    if len(queue) <= QUEUE_HIGH_WATER * RECORD_WIDTH or threading.current_thread() is _thread:
         return
     _wake.set()
     deadline = time.monotonic() + 5.0
