@@ -337,6 +337,7 @@ def test_tables_go_to_the_openprogram_schema_by_default(backends: Backends) -> N
     if "schema=" in base:
         pytest.skip("OPENPROGRAM_TEST_POSTGRES names a schema; this test is about the default")
     backends.urls.append(base)
+    existed = bool(_query("SELECT 1 FROM pg_namespace WHERE nspname = 'openprogram'"))
     store = openprogram.open_store(base)
     session_id = f"default-schema-{os.urandom(6).hex()}"
     try:
@@ -344,4 +345,8 @@ def test_tables_go_to_the_openprogram_schema_by_default(backends: Backends) -> N
         assert _query("SELECT agent_id FROM openprogram.sessions WHERE session_id = %s", session_id) == [("a",)]
         assert "(schema openprogram)" in store._where()  # type: ignore[attr-defined]
     finally:
-        _query("DELETE FROM openprogram.sessions WHERE session_id = %s", session_id)
+        store.close()
+        if existed:  # somebody's schema: take back only our row
+            _query("DELETE FROM openprogram.sessions WHERE session_id = %s", session_id)
+        else:  # ours: leave the database as it was
+            _query("DROP SCHEMA openprogram CASCADE")
