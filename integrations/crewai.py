@@ -61,6 +61,9 @@ class _State:
     get_execution_uuid: Callable[[], Any] | None = None  # crewai.execution, absent before a 1.15.x
     last_session_id: str | None = None
     warned: set[str] = set()  # noqa: RUF012 - process-wide, guarded by the GIL
+    # crewai.hooks' (get, register) pairs for the before- and after-tool hooks, set by setup()
+    hook_registry: tuple[tuple[Callable[[], list[Any]], Callable[[Any], Any]], ...] = ()
+    hook_lock = threading.Lock()
 
 
 def last_run_session_id() -> str | None:
@@ -76,6 +79,28 @@ def _log_once(what: str) -> None:
     if what not in _State.warned:
         _State.warned.add(what)
         logger.exception("openprogram: crewai instrumentation error in %s (the crew keeps running)", what)
+
+
+def _ensure_hooks() -> None:
+    """Put our tool hooks back if CrewAI's global hooks were cleared since ``instrument()``
+    (``crewai.hooks.clear_all_global_hooks()``): without them a tool call loses its agent,
+    cached and blocked calls go unrecorded, and a model could pass ``_session`` through."""
+    try:
+        registry = _State.hook_registry
+        if all(hook in get() for (get, _), hook in zip(registry, (_before_tool, _after_tool), strict=True)):
+            return
+        with _State.hook_lock:
+            for (get, register), hook in zip(registry, (_before_tool, _after_tool), strict=True):
+                if hook not in get():
+                    register(hook)
+                    if "hooks cleared" not in _State.warned:
+                        _State.warned.add("hooks cleared")
+                        logger.warning(
+                            "openprogram: CrewAI's global tool hooks were cleared; openprogram registered "
+                            "its own again (openprogram.uninstrument() removes them)"
+                        )
+    except Exception:
+        _log_once("re-registering the tool hooks")
 
 
 # --- names ----------------------------------------------------------------------------
@@ -361,6 +386,7 @@ def _wrap_agent_execute(orig: Callable[..., Any], is_async: bool) -> Callable[..
         async def aexecute_task(self: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
             if not _State.active:
                 return await orig(self, task, *args, **kwargs)
+            _ensure_hooks()
             return await _record_async(orig, (self, task, *args), kwargs, "agent", _agent_name(self),
                                        inputs={"task": _task_name(task)})  # fmt: skip
 
@@ -370,6 +396,7 @@ def _wrap_agent_execute(orig: Callable[..., Any], is_async: bool) -> Callable[..
     def execute_task(self: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
         if not _State.active:
             return orig(self, task, *args, **kwargs)
+        _ensure_hooks()
         return _record_sync(orig, (self, task, *args), kwargs, "agent", _agent_name(self),
                             inputs={"task": _task_name(task)})  # fmt: skip
 
@@ -391,6 +418,7 @@ def _wrap_agent_kickoff(orig: Callable[..., Any], is_async: bool) -> Callable[..
         async def kickoff_async(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
             if not _State.active:
                 return await orig(self, messages, *args, **kwargs)
+            _ensure_hooks()
             return await _record_async(orig, (self, messages, *args), kwargs, "agent", _agent_name(self),
                                        inputs={"messages": messages}, entry=(FRAMEWORK, None))  # fmt: skip
 
@@ -402,6 +430,7 @@ def _wrap_agent_kickoff(orig: Callable[..., Any], is_async: bool) -> Callable[..
             # Inside a running loop (a Flow method) CrewAI returns kickoff_async's
             # coroutine: that call records when it is awaited.
             return orig(self, messages, *args, **kwargs)
+        _ensure_hooks()
         return _record_sync(orig, (self, messages, *args), kwargs, "agent", _agent_name(self),
                             inputs={"messages": messages}, entry=(FRAMEWORK, None))  # fmt: skip
 
@@ -646,7 +675,12 @@ class CrewAIIntegration(Integration):
         try:
             import crewai
             from crewai import Agent, Crew, Flow, Task
-            from crewai.hooks import register_after_tool_call_hook, register_before_tool_call_hook
+            from crewai.hooks import (
+                get_after_tool_call_hooks,
+                get_before_tool_call_hooks,
+                register_after_tool_call_hook,
+                register_before_tool_call_hook,
+            )
             from crewai.tools.base_tool import BaseTool, Tool
             from crewai.tools.structured_tool import CrewStructuredTool
         except ImportError as exc:
@@ -687,6 +721,10 @@ class CrewAIIntegration(Integration):
             register_before_tool_call_hook(_before_tool)
             register_after_tool_call_hook(_after_tool)
             self._hooks.append((_before_tool, _after_tool))
+            _State.hook_registry = (
+                (get_before_tool_call_hooks, register_before_tool_call_hook),
+                (get_after_tool_call_hooks, register_after_tool_call_hook),
+            )
             _State.active = True
 
     def _patch(self, cls: type, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

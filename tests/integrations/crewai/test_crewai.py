@@ -91,6 +91,24 @@ def test_objects_built_before_instrument(store: Store) -> None:
     _assert_dag(calls(store, h.session_id))
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["text", "native"])
+def test_global_hooks_cleared_by_the_user_are_put_back(store: Store, native: bool) -> None:
+    from crewai.hooks import clear_all_global_hooks, get_after_tool_call_hooks, get_before_tool_call_hooks
+
+    clear_all_global_hooks()  # e.g. a user resetting their own hooks between runs
+    with openprogram.session_context(store=store) as h:
+        _crew(native).kickoff()
+    records = calls(store, h.session_id)
+    _assert_dag(records)
+    # what only the hooks give: the agent that called the tool
+    assert [t.attributes for t in by_kind(records, "tool")] == [{"agent": "Tester"}] * 2
+    assert get_before_tool_call_hooks().count(adapter._before_tool) == 1
+    assert get_after_tool_call_hooks().count(adapter._after_tool) == 1
+    openprogram.uninstrument("crewai")
+    assert adapter._before_tool not in get_before_tool_call_hooks()
+    assert adapter._after_tool not in get_after_tool_call_hooks()
+
+
 async def test_akickoff_and_kickoff_async(store: Store) -> None:
     async with openprogram.session_context(store=store) as h:
         await _crew(True).akickoff()
