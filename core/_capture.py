@@ -319,7 +319,8 @@ def _needs_care(text: str) -> bool:
     if "://" in text and _URL_CREDENTIALS.search(text) is not None:
         return True
     lowered = text.lower()
-    if not (  # one expression, not any(...): this runs for every captured value
+    # _KEY_WORDS spelled out as one expression, not any(...): this runs for every captured value.
+    if not (
         "key" in lowered
         or "token" in lowered
         or "auth" in lowered
@@ -346,13 +347,7 @@ def _needs_care(text: str) -> bool:
                 start = text.rfind('"', 0, at)
                 if start <= 0 or text[start - 1] == "\\":
                     return True  # a quote inside the key before the word: rare, take the careful path
-                key = text[start + 1 : end]
-                if "\\" in key:  # escapes in the key: judge the key itself, not its JSON spelling
-                    try:
-                        key = json.loads(text[start : end + 1])
-                    except ValueError:
-                        return True
-                if is_secret_key(key):
+                if _secret_spelling(text[start + 1 : end]):
                     return True
             at = lowered.find(word, end)
     return False
@@ -372,16 +367,17 @@ def _closing_quote(text: str, at: int) -> int:
 
 
 def _any_secret_key(text: str) -> bool:
-    for spelled in _JSON_KEY.findall(text):
-        key = spelled
-        if "\\" in spelled:  # escaped ("\u00e9secret"): judge the key itself, not its JSON spelling
-            try:
-                key = json.loads(f'"{spelled}"')
-            except ValueError:
-                return True
-        if is_secret_key(key):
-            return True
-    return False
+    return any(_secret_spelling(spelled) for spelled in _JSON_KEY.findall(text))
+
+
+def _secret_spelling(spelled: str) -> bool:
+    """Whether a key, as spelled between the quotes of encoded JSON, is secret (or cannot be read)."""
+    if "\\" not in spelled:
+        return is_secret_key(spelled)
+    try:  # escaped ("\u00e9secret"): judge the key itself, not its JSON spelling
+        return is_secret_key(json.loads(f'"{spelled}"'))
+    except ValueError:
+        return True
 
 
 def _fast_default(value: Any) -> Any:
