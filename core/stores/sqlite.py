@@ -89,34 +89,63 @@ UPSERT_CALL = (
 # Calls are written CHUNK rows per statement: one statement step (and one release of the
 # GIL) per chunk instead of per row. A chunk may hold a call's running and final rows:
 # SQLite applies a multi-row upsert row by row, so the final row still wins.
-CHUNK = 64  # 15 x 64 = 960 parameters, under every SQLite's limit (999 before 3.32)
-_ROW = "(" + ", ".join(["?"] * 15) + ")"
-UPSERT_CALLS_PLAIN = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join([_ROW] * CHUNK), 1)
+CHUNK = 64  # 15 x 64 = 960 parameters at most, under every SQLite's limit (999 before 3.32)
+_WIDTH = 15
+_ROW = "(" + ", ".join(["?"] * _WIDTH) + ")"
+
+# A value that every row of a chunk shares (its session, turn and owner, nearly always; often
+# its parent, kind, name, framework and status; NULL errors and attributes) is bound once.
+# Binding is the part of a write that holds the GIL (about 180 ns a parameter), so a chunk
+# of calls to one tool binds 5 parameters a row instead of 15. Parameters are numbered
+# column by column: the shared values first, then each other column's CHUNK values, which
+# are strided slices of the flat rows, taken in C. The statement for each set of shared
+# columns (a bit mask) is built once.
+_chunk_statements: dict[int, str] = {}
+_REAL_COLUMNS = frozenset({12, 13})  # started_at, ended_at
+_EXACT_TYPES = frozenset({str, type(None)})
+_MAX_CHUNK_STATEMENTS = 128  # sqlite3 caches 128 prepared statements per connection by default
 
 
-# The columns a chunk's rows nearly always share (session, turn, owner) are bound once, as
-# ?1-?3, and each row binds only its other 12: binding and copying the three per row was
-# an eighth of the write (P2: 740 -> 650 ms of writing for 200,000 calls).
-def _shared_row(k: int) -> str:
-    n = [f"?{4 + 12 * k + j}" for j in range(12)]
-    return f"({n[0]}, ?1, ?2, {', '.join(n[1:])}, ?3)"
+def chunk_statement(shared: int) -> str:
+    """The CHUNK-row upsert whose columns in the bit mask ``shared`` are bound once (see :func:`chunk_parameters`)."""
+    sql = _chunk_statements.get(shared)
+    if sql is not None:
+        return sql
+    rows = [[""] * _WIDTH for _ in range(CHUNK)]
+    number = 1
+    for column in range(_WIDTH):
+        if shared >> column & 1:
+            for row in rows:
+                row[column] = f"?{number}"
+            number += 1
+    for column in range(_WIDTH):
+        if not shared >> column & 1:
+            for k, row in enumerate(rows):
+                row[column] = f"?{number + k}"
+            number += CHUNK
+    sql = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join("(" + ", ".join(r) + ")" for r in rows), 1)
+    if len(_chunk_statements) < _MAX_CHUNK_STATEMENTS:
+        _chunk_statements[shared] = sql
+    return sql
 
 
-UPSERT_CALLS = UPSERT_CALL.replace(f"VALUES {_ROW}", "VALUES " + ", ".join(map(_shared_row, range(CHUNK))), 1)
-
-
-def _share_columns(part: list[Any]) -> bool:
-    """Turn one chunk's flat fields into UPSERT_CALLS parameters, if its rows share session, turn and owner."""
-    session, turn, owner = part[1], part[2], part[14]
-    if not (
-        part[1::15].count(session) == CHUNK and part[2::15].count(turn) == CHUNK and part[14::15].count(owner) == CHUNK
-    ):
-        return False
-    del part[14::15]  # rows are now 14 wide
-    del part[2::14]
-    del part[1::13]
-    part[0:0] = (session, turn, owner)
-    return True
+def chunk_parameters(flat: Sequence[Any], start: int) -> tuple[int, list[Any]]:
+    """The shared-column mask and the parameters of the CHUNK rows at ``flat[start:]`` (15 fields a row)."""
+    end = start + _WIDTH * CHUNK
+    shared = 0
+    head: list[Any] = []
+    params: list[Any] = []
+    for column in range(_WIDTH):
+        values = flat[start + column : end : _WIDTH]
+        first = values[0]
+        # Call ids never repeat. Equal is stored the same for text and NULL, and for numbers in
+        # the REAL columns; 1 == 1.0 == True would not be in a TEXT column, so they are not shared.
+        if column and values.count(first) == CHUNK and (column in _REAL_COLUMNS or type(first) in _EXACT_TYPES):
+            shared |= 1 << column
+            head.append(first)
+        else:
+            params += values
+    return shared, head + params
 
 
 _ALL_COLUMNS = "*"
@@ -258,18 +287,21 @@ class SQLiteStore(Store):
                 if calls:
                     # The writer's rows come flat (CallRows): chunks are slices of one list.
                     flat = calls.flat if type(calls) is CallRows else list(itertools.chain.from_iterable(calls))
-                    width = 15 * CHUNK
+                    width = _WIDTH * CHUNK
                     whole = len(flat) - len(flat) % width
                     if whole:
-                        shared: list[list[Any]] = []
-                        plain: list[list[Any]] = []
+                        # Chunks grouped by shared columns, a statement each; order does not matter
+                        # to the upsert (a final row is never replaced by a running one).
+                        groups: dict[int, list[list[Any]]] = {}
                         for i in range(0, whole, width):
-                            part = flat[i : i + width]
-                            (shared if _share_columns(part) else plain).append(part)
-                        if shared:
-                            conn.executemany(UPSERT_CALLS, shared)
-                        if plain:  # a chunk spanning two sessions; order does not matter to the upsert
-                            conn.executemany(UPSERT_CALLS_PLAIN, plain)
+                            shared, params = chunk_parameters(flat, i)
+                            group = groups.get(shared)
+                            if group is None:
+                                groups[shared] = [params]
+                            else:
+                                group.append(params)
+                        for shared, chunks in groups.items():
+                            conn.executemany(chunk_statement(shared), chunks)
                     if whole < len(flat):
                         rest = iter(flat[whole:])
                         conn.executemany(UPSERT_CALL, zip(*(rest,) * 15, strict=True))

@@ -362,6 +362,72 @@ def test_batches_merge_like_the_reference(store: Store, batches: list[list[tuple
     assert store.get_session(session) == reference.get_session(session) or not any(batches)
 
 
+# Each column drawn from a pool of one or two values, so that in a 64-row chunk some
+# columns are shared by every row and others are not, in every combination.
+def _column(*values: Any) -> st.SearchStrategy[Any]:
+    return st.sampled_from(values).flatmap(lambda v: st.sampled_from([[v], [v, values[-1]]]))
+
+
+_chunk_shapes = st.fixed_dictionaries(
+    {
+        "turn": _column("t1", "t2"),
+        "parent": _column(None, "p1", "p2"),
+        "kind": _column("tool", "node"),
+        "name": _column("search", "é-name"),
+        "framework": _column(None, "langgraph"),
+        "status": _column("ok", "error", "running"),
+        "inputs": _column('{"a": 1}', None),
+        "output": _column('"x"', None, "1"),
+        "error": _column(None, "ValueError: no"),
+        "attributes": _column(None, '{"step": 1}'),
+        "ended": _column(5.0, 6.0),
+        "owner": _column("live", "elsewhere:2:y"),
+    }
+)
+_ODD = {"turn": "t3", "parent": "p3", "kind": "llm", "name": "odd", "framework": "crewai", "inputs": "[]",
+        "output": '"y"', "error": "E", "attributes": "{}", "owner": "elsewhere:3:z"}  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shapes=st.lists(_chunk_shapes, min_size=1, max_size=3),
+    odd=st.none() | st.tuples(st.sampled_from(sorted(_ODD)), st.integers(0, 63)),
+    extra=st.integers(0, 70),
+    seed=st.randoms(),
+)
+def test_chunks_with_any_shared_columns_store_what_the_reference_keeps(
+    store: Store, shapes: list[dict[str, list[Any]]], odd: tuple[str, int] | None, extra: int, seed: Any
+) -> None:
+    """Whichever columns the rows of a 64-row chunk share (and bound once by a store), what is
+    read back is what the reference keeps, for chunks of different shapes in one batch, and
+    for a chunk where one row alone differs in one column (``odd``)."""
+    reference = openprogram.open_store("memory://")
+    session = f"h{os.urandom(6).hex()}"
+    owners = {"live": live_owner(), "elsewhere:2:y": "elsewhere:2:y", "elsewhere:3:z": "elsewhere:3:z"}
+    rows: list[CallRow] = []
+    for shape in shapes + [shapes[-1]] * (extra > 0):
+        for _ in range(64 if len(rows) < 64 * len(shapes) else extra):
+            n = len(rows)
+            pools = shape if odd is None or n != odd[1] else {**shape, odd[0]: [_ODD[odd[0]]]}
+            status = seed.choice(pools["status"])
+            started: float = float(n) if n % 3 else n  # an int start time binds like a float
+            rows.append(
+                (
+                    f"{session}-{n:04d}", session, seed.choice(pools["turn"]), seed.choice(pools["parent"]),
+                    seed.choice(pools["kind"]), seed.choice(pools["name"]), seed.choice(pools["framework"]),
+                    status, seed.choice(pools["inputs"]), seed.choice(pools["output"]),
+                    seed.choice(pools["error"]), seed.choice(pools["attributes"]), started,
+                    None if status == "running" else seed.choice(pools["ended"]), owners[seed.choice(pools["owner"])],
+                )
+            )  # fmt: skip
+    sessions = [(session, "a", 1.0, 2.0)]
+    store.write(sessions, CallRows(rows))
+    reference.write(sessions, rows)
+    got = [c.to_dict() for c in store.list_calls(session)]
+    assert got == [c.to_dict() for c in reference.list_calls(session)]
+    assert len(got) == len(rows)
+
+
 def test_final_row_from_another_store_object_replaces_running(durable_url: str) -> None:
     """Another process (here: another store object on the same database) finishes a running call."""
     first = openprogram.open_store(durable_url)
