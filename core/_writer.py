@@ -380,7 +380,10 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         return False
     store = state.store
     try:
-        if state.failing or (state.running and (now - state.last_beat > HEARTBEAT_EVERY / 2 or state.pending_calls)):
+        # Running rows are judged live while their owner's beat is under a minute old: a beat
+        # every HEARTBEAT_EVERY / 2 seconds is enough (a beat with every batch was a second
+        # transaction per batch).
+        if state.failing or (state.running and now - state.last_beat > HEARTBEAT_EVERY / 2):
             store.heartbeat(owner, now)
             state.last_beat = now
         if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:

@@ -6,6 +6,7 @@ import logging
 import re
 import sqlite3
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -364,3 +365,32 @@ def test_the_outage_bound_is_read_from_the_environment(monkeypatch: pytest.Monke
     assert "not a whole number" in caplog.text
     monkeypatch.delenv("OPENPROGRAM_MAX_PENDING_ROWS")
     assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
+
+
+def test_running_calls_keep_their_owner_beating_without_a_beat_per_batch(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a call runs, its owner's heartbeat is refreshed every HEARTBEAT_EVERY / 2 seconds,
+    with or without new records; batches written in between add no heartbeat transaction."""
+    monkeypatch.setattr(_writer, "HEARTBEAT_EVERY", 60.0)
+    store = openprogram.open_store(sqlite_url)
+    beats: list[float] = []
+    real = store.heartbeat
+    monkeypatch.setattr(store, "heartbeat", lambda owner, at: (beats.append(at), real(owner, at))[1])
+    owner = openprogram._ids.process_owner()
+    with openprogram.session_context(store=store) as h:  # the turn call runs until the block ends
+        assert openprogram.flush()
+        assert len(beats) == 1  # the turn's running row went out with a beat
+        for i in range(5):  # five batches, well within the interval
+            ping(i)
+            assert openprogram.flush()
+        assert len(beats) == 1
+        monkeypatch.setattr(_writer, "HEARTBEAT_EVERY", 0.2)
+        first = store._heartbeats()[owner]  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while store._heartbeats()[owner] == first and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)  # no records: the writer's own cycle beats
+        assert store._heartbeats()[owner] > first  # type: ignore[attr-defined]
+        assert [c.status for c in store.list_calls(h.session_id) if c.kind == "turn"] == ["running"]
+    assert openprogram.flush()
+    assert [c.status for c in store.list_calls(h.session_id) if c.kind == "turn"] == ["ok"]
