@@ -51,17 +51,23 @@ _known: set[tuple[int, str]] = set()  # (id(store), session_id) recorded by this
 _known_lock = threading.Lock()
 
 
-def _first_entry(store: Store, session_id: str) -> bool:
-    """True for exactly one of this process's entries that found the session absent.
+def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
+    """True for exactly one entry, of any process, that found the session absent.
 
     Two tasks or threads entering the same new id at once both find it absent in the
-    store; only the first to get here reports ``created=True``.
+    store; only the first to get here asks the store, which records the session at
+    once and says whether another process did so first. A store that cannot be
+    asked leaves the judgement to this process.
     """
     key = (id(store), session_id)
     with _known_lock:
         if key in _known:
             return False
         _known.add(key)
+    try:
+        return store.claim_session(session_id, agent_id, time.time())
+    except Exception as exc:  # an unusable store never stops the agent (the writer warns of the outage)
+        logger.info("openprogram: cannot record session %s in store %s: %s", session_id, store.url, exc)
         return True
 
 
@@ -153,12 +159,16 @@ class session_context:
 
     def __enter__(self) -> SessionHandle:
         store, session_id = self._resolve()
-        created = self.session_id is None or (not _exists(store, session_id) and _first_entry(store, session_id))
+        created = self.session_id is None or self._absent_and_claimed(store, session_id)
         return self._install(store, session_id, created)
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._uninstall(exc).outermost:
             _writer.flush(EXIT_FLUSH_TIMEOUT)
+
+    def _absent_and_claimed(self, store: Store, session_id: str) -> bool:
+        """Whether this entry makes the session: absent from the store, and claimed first."""
+        return not _exists(store, session_id) and _first_entry(store, session_id, self.agent_id)
 
     async def __aenter__(self) -> SessionHandle:
         store, session_id = self._resolve()
@@ -167,8 +177,8 @@ class session_context:
         elif (id(store), session_id) in _known:
             created = False
         else:  # a store lookup may touch the network: keep it off the event loop
-            absent = not await asyncio.get_running_loop().run_in_executor(None, _exists, store, session_id)
-            created = absent and _first_entry(store, session_id)
+            loop = asyncio.get_running_loop()
+            created = await loop.run_in_executor(None, self._absent_and_claimed, store, session_id)
         return self._install(store, session_id, created)
 
     async def __aexit__(

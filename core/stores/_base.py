@@ -181,6 +181,19 @@ class Store(abc.ABC):
     def heartbeat(self, owner: str, at: float) -> None:  # noqa: B027 - optional for backends
         """Note that ``owner`` (host:pid:nonce) is alive and has calls running."""
 
+    def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
+        """Record the session now if it is absent; True if this call recorded it.
+
+        Called on a session's entry (not by the writer) when its id was not found, so
+        that of several processes entering one new id at once exactly one reports
+        ``created=True``. The built-in stores claim atomically; this default checks,
+        then writes.
+        """
+        if self.session_exists(session_id):
+            return False
+        self.write([(session_id, agent_id, at, at)], [])
+        return True
+
     # --- reading -----------------------------------------------------------
     @abc.abstractmethod
     def session_exists(self, session_id: str) -> bool:

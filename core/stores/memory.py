@@ -46,6 +46,13 @@ class MemoryStore(Store):
         with self._lock:
             self._beats[owner] = at
 
+    def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
+        with self._lock:
+            if session_id in self._sessions:
+                return False
+            self._sessions[session_id] = [session_id, agent_id, at, at]
+            return True
+
     def session_exists(self, session_id: str) -> bool:
         with self._lock:
             return session_id in self._sessions

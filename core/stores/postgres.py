@@ -411,6 +411,22 @@ class PostgresStore(Store):
         cur.execute(_MERGE_CALLS)
         cur.execute("TRUNCATE openprogram_stage")  # the fallback may stage the same rows again
 
+    def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
+        import psycopg
+
+        with self._lock:
+            conn = self._writer()
+            try:
+                cursor = conn.execute(
+                    "INSERT INTO sessions VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, agent_id, at, at),
+                )
+            except psycopg.Error as exc:
+                self._write_conn = None
+                self._drop(conn)
+                raise self._error("write", exc) from exc
+            return cursor.rowcount == 1
+
     def heartbeat(self, owner: str, at: float) -> None:
         import psycopg
 

@@ -78,6 +78,7 @@ UPSERT_SESSION = (
     "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (session_id) "
     "DO UPDATE SET updated_at = max(sessions.updated_at, excluded.updated_at)"
 )
+CLAIM_SESSION = "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING"
 # A running row may be replaced by its final row; a final row is never replaced.
 UPSERT_CALL = (
     "INSERT INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -318,6 +319,19 @@ class SQLiteStore(Store):
                     self._drop_writer()
                     raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
                 raise
+
+    def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
+        with self._lock:
+            self._prepare()
+            conn = self._write_conn
+            if conn is None:
+                conn = self._write_conn = self._connect()
+            try:
+                cursor = conn.execute(CLAIM_SESSION, (session_id, agent_id, at, at))
+            except sqlite3.Error as exc:
+                self._drop_writer()
+                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+            return cursor.rowcount == 1
 
     def heartbeat(self, owner: str, at: float) -> None:
         with self._lock:

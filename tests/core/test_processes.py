@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import openprogram
@@ -424,3 +425,39 @@ def test_processes_opening_a_new_store_at_the_same_instant_all_succeed(tmp_path:
             out, err = proc.communicate(timeout=60)
             assert proc.returncode == 0 and out.strip() == "ok", err
         assert len(openprogram.open_store(f"sqlite:///{path}").list_sessions()) == 4
+
+
+CLAIMER = """
+import os, sys, time
+import openprogram
+go, done = sys.argv[1], sys.argv[2]
+while not os.path.exists(go):
+    time.sleep(0.001)
+with openprogram.session_context("raced-id", store=sys.argv[3]) as h:
+    print(h.created, flush=True)
+    while not os.path.exists(done):  # no exit flush until every process has entered
+        time.sleep(0.01)
+"""
+
+
+def test_processes_entering_one_new_id_at_once_report_created_once(sqlite_url: str, tmp_path: Path) -> None:
+    """Of several processes entering the same new session id at the same moment, exactly one
+    reports created=True: the store records the session at the first entry, atomically."""
+    go, done = tmp_path / "go", tmp_path / "done"
+    command = [sys.executable, "-c", CLAIMER, str(go), str(done), sqlite_url]
+    children = [
+        subprocess.Popen(command, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    openprogram.open_store(sqlite_url).list_sessions()  # the file and schema exist before the race
+    time.sleep(1.0)  # every child imported openprogram and is waiting
+    go.touch()
+    created = [child.stdout.readline().strip() for child in children if child.stdout is not None]
+    done.touch()
+    outputs = [child.communicate(timeout=60) for child in children]
+    assert [child.returncode for child in children] == [0] * 6, [err for _, err in outputs]
+    assert sorted(created) == ["False"] * 5 + ["True"]
+    store = openprogram.open_store(sqlite_url)
+    assert len([c for c in store.list_calls("raced-id") if c.kind == "turn"]) == 6
+    info = store.get_session("raced-id")
+    assert info is not None and info.call_count == 6

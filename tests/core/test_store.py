@@ -394,3 +394,18 @@ def test_running_calls_keep_their_owner_beating_without_a_beat_per_batch(
         assert [c.status for c in store.list_calls(h.session_id) if c.kind == "turn"] == ["running"]
     assert openprogram.flush()
     assert [c.status for c in store.list_calls(h.session_id) if c.kind == "turn"] == ["ok"]
+
+
+def test_a_store_without_its_own_claim_checks_then_writes() -> None:
+    """Stores written before claim_session existed get the check-then-write default."""
+
+    class Older(MemoryStore):
+        claim_session = openprogram.Store.claim_session
+
+    store = Older("memory://older")
+    assert store.claim_session("s", "a", 1.0) is True
+    assert store.claim_session("s", "a", 2.0) is False
+    assert store.get_session("s") is not None
+    with openprogram.session_context("s2", store=store) as h:
+        pass
+    assert h.created is True

@@ -428,6 +428,29 @@ def test_chunks_with_any_shared_columns_store_what_the_reference_keeps(
     assert len(got) == len(rows)
 
 
+def test_a_session_is_claimed_once(store: Store) -> None:
+    """claim_session records an absent session at once and says so; a second claim (of any
+    process) finds it; the writer's later rows keep the claimed creation time."""
+    assert store.claim_session("claimed", "agent-a", 10.0) is True
+    assert store.session_exists("claimed")
+    assert store.claim_session("claimed", "agent-b", 11.0) is False
+    store.write([("claimed", "agent-a", 12.0, 20.0)], [row("c1", "claimed")])
+    info = store.get_session("claimed")
+    assert info is not None
+    assert (info.agent_id, info.created_at, info.updated_at, info.call_count) == ("agent-a", 10.0, 20.0, 1)
+
+
+def test_a_claim_is_seen_by_another_store_object(durable_url: str) -> None:
+    first = openprogram.open_store(durable_url)
+    second = type(first)(first.path if hasattr(first, "path") else first.connect_url)  # type: ignore[attr-defined]
+    try:
+        session = f"h{os.urandom(6).hex()}"
+        assert first.claim_session(session, "a", 1.0) is True
+        assert second.claim_session(session, "a", 2.0) is False
+    finally:
+        second.close()
+
+
 def test_final_row_from_another_store_object_replaces_running(durable_url: str) -> None:
     """Another process (here: another store object on the same database) finishes a running call."""
     first = openprogram.open_store(durable_url)
