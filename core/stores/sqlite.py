@@ -277,10 +277,7 @@ class SQLiteStore(Store):
         self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
     ) -> None:
         with self._lock:
-            self._prepare()
-            conn = self._write_conn
-            if conn is None:
-                conn = self._write_conn = self._connect()
+            conn = self._writer()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 if sessions:
@@ -321,26 +318,25 @@ class SQLiteStore(Store):
                 raise
 
     def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
-        with self._lock:
-            self._prepare()
-            conn = self._write_conn
-            if conn is None:
-                conn = self._write_conn = self._connect()
-            try:
-                cursor = conn.execute(CLAIM_SESSION, (session_id, agent_id, at, at))
-            except sqlite3.Error as exc:
-                self._drop_writer()
-                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
-            return cursor.rowcount == 1
+        return self._write_one(CLAIM_SESSION, (session_id, agent_id, at, at)).rowcount == 1
 
     def heartbeat(self, owner: str, at: float) -> None:
+        self._write_one("INSERT OR REPLACE INTO heartbeats VALUES (?, ?)", (owner, at))
+
+    def _writer(self) -> sqlite3.Connection:
+        """The writer connection (opened on first use); call with ``_lock`` held."""
+        self._prepare()
+        conn = self._write_conn
+        if conn is None:
+            conn = self._write_conn = self._connect()
+        return conn
+
+    def _write_one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+        """One statement, committed on its own."""
         with self._lock:
-            self._prepare()
-            conn = self._write_conn
-            if conn is None:
-                conn = self._write_conn = self._connect()
+            conn = self._writer()
             try:
-                conn.execute("INSERT OR REPLACE INTO heartbeats VALUES (?, ?)", (owner, at))
+                return conn.execute(sql, params)
             except sqlite3.Error as exc:
                 self._drop_writer()
                 raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
