@@ -97,7 +97,7 @@ _ROW = "(" + ", ".join(["?"] * _WIDTH) + ")"
 # A value that every row of a chunk shares (its session, turn and owner, nearly always; often
 # its parent, kind, name, framework and status; NULL errors and attributes) is bound once.
 # Binding is the part of a write that holds the GIL (about 180 ns a parameter), so a chunk
-# of calls to one tool binds 5 parameters a row instead of 15. Parameters are numbered
+# of calls to one tool binds 5 parameters a row, not 15. Parameters are numbered
 # column by column: the shared values first, then each other column's CHUNK values, which
 # are strided slices of the flat rows, taken in C. The statement for each set of shared
 # columns (a bit mask) is built once.
@@ -107,8 +107,8 @@ _EXACT_TYPES = frozenset({str, type(None)})
 _MAX_CHUNK_STATEMENTS = 128  # sqlite3 caches 128 prepared statements per connection by default
 
 
-def chunk_statement(shared: int) -> str:
-    """The CHUNK-row upsert whose columns in the bit mask ``shared`` are bound once (see :func:`chunk_parameters`)."""
+def _chunk_statement(shared: int) -> str:
+    """The CHUNK-row upsert whose columns in the bit mask ``shared`` are bound once (see :func:`_chunk_parameters`)."""
     sql = _chunk_statements.get(shared)
     if sql is not None:
         return sql
@@ -130,7 +130,7 @@ def chunk_statement(shared: int) -> str:
     return sql
 
 
-def chunk_parameters(flat: Sequence[Any], start: int) -> tuple[int, list[Any]]:
+def _chunk_parameters(flat: Sequence[Any], start: int) -> tuple[int, list[Any]]:
     """The shared-column mask and the parameters of the CHUNK rows at ``flat[start:]`` (15 fields a row)."""
     end = start + _WIDTH * CHUNK
     shared = 0
@@ -292,17 +292,13 @@ class SQLiteStore(Store):
                         # to the upsert (a final row is never replaced by a running one).
                         groups: dict[int, list[list[Any]]] = {}
                         for i in range(0, whole, width):
-                            shared, params = chunk_parameters(flat, i)
-                            group = groups.get(shared)
-                            if group is None:
-                                groups[shared] = [params]
-                            else:
-                                group.append(params)
+                            shared, params = _chunk_parameters(flat, i)
+                            groups.setdefault(shared, []).append(params)
                         for shared, chunks in groups.items():
-                            conn.executemany(chunk_statement(shared), chunks)
+                            conn.executemany(_chunk_statement(shared), chunks)
                     if whole < len(flat):
                         rest = iter(flat[whole:])
-                        conn.executemany(UPSERT_CALL, zip(*(rest,) * 15, strict=True))
+                        conn.executemany(UPSERT_CALL, zip(*(rest,) * _WIDTH, strict=True))
                 if aliases:
                     conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?, ?, ?)", aliases)
                 conn.execute("COMMIT")
