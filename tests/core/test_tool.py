@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
@@ -505,3 +506,75 @@ def test_every_path_returns_the_functions_own_result(store: openprogram.Store) -
                   scalar_args(1, "x", _session=h)]  # fmt: skip
     assert all(r is result for r in outside + inside)
     assert len(calls_by_name(store, h.session_id)["scalar_args"]) == 3
+
+
+# Parameters named after builtins: the wrapper's own code must not depend on those names.
+@openprogram.tool
+def options(type: str, next: int = 1, hex: str = "h", *_: object) -> str:
+    return f"{type}-{next}-{hex}"
+
+
+@openprogram.tool
+def plain(type: str, next: int = 1, hex: str = "h") -> str:
+    return f"{type}-{next}-{hex}"
+
+
+def _shouting(func: typing.Callable[..., str]) -> typing.Callable[..., str]:
+    @functools.wraps(func)
+    def wrapper(*args: object, **kwargs: object) -> str:
+        return func(*args, **kwargs).upper()
+
+    return wrapper
+
+
+@openprogram.tool
+@_shouting
+def decorated(word: str, times: int = 1) -> str:
+    return word * times
+
+
+def test_a_call_records_what_was_passed_however_it_was_passed(store: openprogram.Store) -> None:
+    # Plain functions get a wrapper with their own parameter list; the others a generic one.
+    # Both must record the arguments as passed, left-out defaults not at all.
+    with openprogram.session_context(store=store) as h:
+        results = [
+            plain("a"), plain("a", 2), plain("a", 2, "x"), plain("a", hex="x"), plain(type="a", next=3),
+            plain("a", next=[4]), plain(["a"]), plain("a", _session=h),  # type: ignore[arg-type, call-arg]
+            options("a"), options("a", hex="x"), decorated("ab"), decorated("ab", times=2),
+        ]  # fmt: skip
+    assert results == ["a-1-h", "a-2-h", "a-2-x", "a-1-x", "a-3-h", "a-[4]-h", "['a']-1-h", "a-1-h",
+                       "a-1-h", "a-1-x", "AB", "ABAB"]  # fmt: skip
+    by_name = calls_by_name(store, h.session_id)
+    assert [c.inputs for c in by_name["plain"]] == [
+        {"type": "a"}, {"type": "a", "next": 2}, {"type": "a", "next": 2, "hex": "x"}, {"type": "a", "hex": "x"},
+        {"type": "a", "next": 3}, {"type": "a", "next": [4]}, {"type": ["a"]}, {"type": "a"},
+    ]  # fmt: skip
+    assert [c.inputs for c in by_name["options"]] == [{"type": "a"}, {"type": "a", "hex": "x"}]
+    assert [c.inputs for c in by_name["decorated"]] == [{"word": "ab"}, {"word": "ab", "times": 2}]
+    assert all(c.status == "ok" for calls in by_name.values() for c in calls)
+
+
+def plain_unwrapped(type: str, next: int = 1, hex: str = "h") -> str:
+    return type
+
+
+def test_a_call_the_function_cannot_take_fails_as_it_would_unwrapped(store: openprogram.Store) -> None:
+    with openprogram.session_context(store=store) as h:
+        for call in (lambda f: f("a", 1, "x", 4), lambda f: f(), lambda f: f("a", nope=1)):
+            with pytest.raises(TypeError) as wrapped:
+                call(plain)
+            with pytest.raises(TypeError) as unwrapped:
+                call(plain_unwrapped)
+            assert str(wrapped.value) == str(unwrapped.value).replace("plain_unwrapped", "plain")
+    assert "plain" not in calls_by_name(store, h.session_id)  # never called: nothing to record
+
+
+def test_a_wrapped_plain_function_shows_its_own_name_in_tracebacks(store: openprogram.Store) -> None:
+    @openprogram.tool
+    def fails(x: int) -> int:
+        raise ValueError(x)
+
+    with openprogram.session_context(store=store), pytest.raises(ValueError) as raised:
+        fails(1)
+    names = [entry.name for entry in raised.traceback]
+    assert names[-2:] == ["fails", "fails"]  # the wrapper's frame, then the function's
