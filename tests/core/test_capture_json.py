@@ -142,3 +142,17 @@ def test_key_words_in_values_and_harmless_keys_keep_the_fast_text() -> None:
     assert json.loads(capture_json({"outer": {"input_tokens": 1, "apiToken": "s3cr3t"}})) == {
         "outer": {"input_tokens": 1, "apiToken": REDACTED}
     }
+
+
+def test_the_pre_check_spells_out_exactly_the_key_words_every_secret_word_holds() -> None:
+    # _needs_care spells _KEY_WORDS out as one expression (cheaper than any() over them);
+    # a word added to one and not the other would let a secret key skip the careful walk.
+    import inspect
+    import re
+
+    from openprogram import _capture
+
+    spelled = re.findall(r'"(\w+)" in lowered', inspect.getsource(_capture._needs_care))
+    assert sorted(spelled) == sorted(_capture._KEY_WORDS)
+    for word in (*_capture._SECRET_WORDS, *_capture._SECRET_COMPOUNDS):
+        assert any(key_word in word for key_word in _capture._KEY_WORDS), word
