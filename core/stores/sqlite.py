@@ -273,9 +273,7 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
 
     # --- writing --------------------------------------------------------------
-    def write(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
-    ) -> None:
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         with self._lock:
             conn = self._writer()
             try:
