@@ -273,7 +273,7 @@ def _fast_sync(
     }  # fmt: skip
     slow = "_op_slow(_op_func, _op_name, _op_names, 0, False, {args}, {kwargs})"
     if params is None:
-        code = {
+        parts = {
             "parameters": "*args, **kwargs",
             "guard": " or kwargs",
             "fallback": slow.format(args="args", kwargs="kwargs"),
@@ -285,7 +285,7 @@ def _fast_sync(
         }  # fmt: skip
     else:
         listed = ", ".join(p.name for p in params)
-        code = {
+        parts = {
             "parameters": ", ".join(p.name + ("=_op_missing" if p.default is not p.empty else "") for p in params)
                           + ("," if params else "") + " *, _session=None",
             # A left-out optional parameter holds _op_missing, which is not atomic: generic path.
@@ -314,7 +314,7 @@ def _fast_sync(
             return generic(*args, **kwargs)  # type: ignore[misc]
 
         namespace["_op_passed"] = passed
-    exec(compile(_FAST_SYNC.format(**code), f"<openprogram.tool {name}>", "exec"), namespace)
+    exec(compile(_FAST_SYNC.format(**parts), f"<openprogram.tool {name}>", "exec"), namespace)
     wrapper: Callable[..., Any] = namespace["_op_wrapper"]
     # Defined under a name no tool can shadow; tracebacks and argument errors show the function's own.
     code = wrapper.__code__.replace(co_name=func.__name__)
