@@ -284,6 +284,11 @@ def _from_environment() -> SessionHandle | None:
 # --- framework run identities ----------------------------------------------------
 
 _bound: dict[tuple[int, str, str], str] = {}  # (id(store), namespace, key) -> session id
+# (namespace, key) -> the store and session this process last bound it to, in any store:
+# a run resumed here with no session open continues there, also when that store is not
+# the default one (another process can only look in the default store).
+_last_binding: dict[tuple[str, str], tuple[Store, str]] = {}
+_MAX_LAST_BINDINGS = 10_000
 
 
 def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> session_context | None:
@@ -292,9 +297,10 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
     Inside a session: the identity is bound to that session (durably, in its
     store) and None is returned — record in the current session. Outside any
     session: a :class:`session_context` to enter for the run, continuing the
-    session the identity was bound to earlier (by any process), or else one whose
-    id is derived from the identity — so every run of one conversation lands in
-    one session. Returns None too when the no-session policy is not ``auto``.
+    session the identity was bound to earlier (by this process, in whatever store;
+    else by any process, in the default store), or else one whose id is derived
+    from the identity — so every run of one conversation lands in one session.
+    Returns None too when the no-session policy is not ``auto``.
     """
     current = session_var.get()
     if current is not None:
@@ -302,9 +308,19 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
         if _bound.get(bound_key) != current.session_id:
             _bound[bound_key] = current.session_id
             _writer.enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
+        last_key = (namespace, key)
+        last = _last_binding.get(last_key)
+        if last is None or last[0] is not current.store or last[1] != current.session_id:
+            _last_binding.pop(last_key, None)  # re-inserted last: the oldest binding is dropped first
+            if len(_last_binding) >= _MAX_LAST_BINDINGS:
+                del _last_binding[next(iter(_last_binding))]
+            _last_binding[last_key] = (current.store, current.session_id)
         return None
     if _current_policy() != "auto":
         return None
+    last = _last_binding.get((namespace, key))
+    if last is not None:
+        return session_context(last[1], agent_id=agent_id, store=last[0])
     try:
         store = open_store()
     except Exception as exc:  # a misconfigured store never stops the agent: the run records nothing

@@ -39,6 +39,31 @@ def test_inside_a_session_the_identity_is_bound_to_it_across_processes() -> None
     assert result.stdout.split() == [h.session_id, "False"]
 
 
+def test_an_identity_bound_in_another_store_continues_there_in_this_process() -> None:
+    first, second = openprogram.open_store("memory://"), openprogram.open_store("memory://")
+    with openprogram.session_context(store=first) as h:
+        assert session_for_run("langgraph", "thread-elsewhere") is None
+    ctx = session_for_run("langgraph", "thread-elsewhere")
+    assert ctx is not None
+    with ctx as resumed:
+        assert (resumed.session_id, resumed.store, resumed.created) == (h.session_id, first, False)
+    with openprogram.session_context("moved", store=second):  # bound again: the last binding wins
+        assert session_for_run("langgraph", "thread-elsewhere") is None
+    again = session_for_run("langgraph", "thread-elsewhere")
+    assert again is not None
+    with again as moved:
+        assert (moved.session_id, moved.store) == ("moved", second)
+    result = run_python(  # another process only has the default store to look in
+        """
+        from openprogram._session import session_for_run
+        with session_for_run("langgraph", "thread-elsewhere") as h:
+            print(h.session_id, h.created)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["langgraph-thread-elsewhere", "True"]
+
+
 def test_not_auto_policy_returns_none() -> None:
     openprogram.configure(no_session="warn")
     assert session_for_run("langgraph", "thread-warn") is None

@@ -211,6 +211,20 @@ def test_session_bound_thread_continues_without_session_in_a_new_turn() -> None:
     assert [sid for _, sid in seen] == [h.session_id, h.session_id]
 
 
+def test_a_thread_bound_in_another_store_continues_there_without_a_session() -> None:
+    other = openprogram.open_store("memory://")  # not the default store
+    graph = _chain_with_saver()
+    config = {"configurable": {"thread_id": "bound-elsewhere"}}
+    with openprogram.session_context(store=other) as h:
+        graph.invoke({"log": []}, config)
+    graph.invoke({"log": []}, config)  # no session open: this process remembers where the thread went
+    assert [sid for _, sid in seen] == [h.session_id, h.session_id]
+    openprogram.flush()
+    assert [c.kind for c in other.list_calls(h.session_id) if c.kind == "turn"] == ["turn", "turn"]
+    default = openprogram.open_store()
+    assert "langgraph-bound-elsewhere" not in [s.session_id for s in default.list_sessions()]
+
+
 def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
     store = openprogram.open_store()
     inner = _review_graph(None)
