@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import time
 import types
 from collections.abc import AsyncGenerator, Callable, Generator
@@ -318,7 +319,7 @@ def _fast_sync(
     wrapper: Callable[..., Any] = namespace["_op_wrapper"]
     # Defined under a name no tool can shadow; tracebacks and argument errors show the function's own.
     code = wrapper.__code__.replace(co_name=func.__name__)
-    if hasattr(code, "co_qualname"):  # Python >= 3.11
+    if sys.version_info >= (3, 11):
         code = code.replace(co_qualname=func.__qualname__)
     wrapper.__code__ = code
     return wrapper
