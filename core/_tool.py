@@ -200,8 +200,8 @@ _MAX_COMPILED_PARAMETERS = 12
 # The fast path of a plain sync tool, compiled per function (as dataclasses compile
 # __init__). With the function's own parameter list instead of (*args, **kwargs), a
 # call packs no tuple and dict and checks its arguments without a loop: P1 went from
-# 1.07-1.16 us to 0.93-1.00 us. Every name the code uses (builtins too) starts with _op_, which no
-# parameter may: none can shadow them.
+# 1.07-1.16 us to 0.93-1.00 us. Every name the code uses (builtins too) starts with
+# _op_, which no parameter may: none can shadow them.
 _FAST_SYNC = """\
 def _op_wrapper({parameters}):
     _op_handle = _op_get_session()
