@@ -412,35 +412,33 @@ class PostgresStore(Store):
         cur.execute("TRUNCATE openprogram_stage")  # the fallback may stage the same rows again
 
     def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
-        import psycopg
-
-        with self._lock:
-            conn = self._writer()
-            try:
-                cursor = conn.execute(
-                    "INSERT INTO sessions VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
-                    (session_id, agent_id, at, at),
-                )
-            except psycopg.Error as exc:
-                self._write_conn = None
-                self._drop(conn)
-                raise self._error("write", exc) from exc
+        with self._statements() as conn:
+            cursor = conn.execute(
+                "INSERT INTO sessions VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
+                (session_id, agent_id, at, at),
+            )
             return cursor.rowcount == 1
 
     def heartbeat(self, owner: str, at: float) -> None:
+        with self._statements() as conn:
+            conn.execute(
+                "INSERT INTO heartbeats VALUES (%s, %s) ON CONFLICT (owner) DO UPDATE SET at = excluded.at",
+                (owner, at),
+            )
+            if at - self._pruned_at > PRUNE_HEARTBEATS_AFTER:
+                # One row per writer process ever: drop those long dead so the table stays small.
+                conn.execute("DELETE FROM heartbeats WHERE at < %s", (at - PRUNE_HEARTBEATS_AFTER,))
+                self._pruned_at = at
+
+    @contextlib.contextmanager
+    def _statements(self) -> Iterator[psycopg.Connection[Any]]:
+        """The writer connection, for statements that commit on their own; a failure drops it."""
         import psycopg
 
         with self._lock:
             conn = self._writer()
             try:
-                conn.execute(
-                    "INSERT INTO heartbeats VALUES (%s, %s) ON CONFLICT (owner) DO UPDATE SET at = excluded.at",
-                    (owner, at),
-                )
-                if at - self._pruned_at > PRUNE_HEARTBEATS_AFTER:
-                    # One row per writer process ever: drop those long dead so the table stays small.
-                    conn.execute("DELETE FROM heartbeats WHERE at < %s", (at - PRUNE_HEARTBEATS_AFTER,))
-                    self._pruned_at = at
+                yield conn
             except psycopg.Error as exc:
                 self._write_conn = None
                 self._drop(conn)
