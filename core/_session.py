@@ -283,12 +283,12 @@ def _from_environment() -> SessionHandle | None:
 
 # --- framework run identities ----------------------------------------------------
 
-_bound: dict[tuple[int, str, str], str] = {}  # (id(store), namespace, key) -> session id
 # (namespace, key) -> the store and session this process last bound it to, in any store:
 # a run resumed here with no session open continues there, also when that store is not
 # the default one (another process can only look in the default store).
 _last_binding: dict[tuple[str, str], tuple[Store, str]] = {}
 _MAX_LAST_BINDINGS = 10_000
+_looked_up: dict[tuple[int, str, str], str] = {}  # (id(store), namespace, key) -> the session found there
 
 
 def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> session_context | None:
@@ -304,13 +304,10 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
     """
     current = session_var.get()
     if current is not None:
-        bound_key = (id(current.store), namespace, key)
-        if _bound.get(bound_key) != current.session_id:
-            _bound[bound_key] = current.session_id
-            _writer.enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
         last_key = (namespace, key)
         last = _last_binding.get(last_key)
         if last is None or last[0] is not current.store or last[1] != current.session_id:
+            _writer.enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
             _last_binding.pop(last_key, None)  # re-inserted last: the oldest binding is dropped first
             if len(_last_binding) >= _MAX_LAST_BINDINGS:
                 del _last_binding[next(iter(_last_binding))]
@@ -326,7 +323,7 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
     except Exception as exc:  # a misconfigured store never stops the agent: the run records nothing
         logger.warning("openprogram: cannot open the store for %s run %r: %s", namespace, key, exc)
         return None
-    session_id = _bound.get((id(store), namespace, key))
+    session_id = _looked_up.get((id(store), namespace, key))
     if session_id is None:
         try:
             session_id = store.resolve_alias(namespace, key)
@@ -334,7 +331,7 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
             logger.warning("openprogram: cannot look up %s run %r in store %s: %s", namespace, key, store.url, exc)
         if session_id is None:
             session_id = derive_session_id(namespace, key)
-        _bound[(id(store), namespace, key)] = session_id
+        _looked_up[(id(store), namespace, key)] = session_id
     return session_context(session_id, agent_id=agent_id, store=store)
 
 
