@@ -245,7 +245,7 @@ def _plain_parameters(func: Callable[..., Any], signature: inspect.Signature | N
     if len(params) > _MAX_COMPILED_PARAMETERS:
         return None
     for p in params:
-        if p.kind is not p.POSITIONAL_OR_KEYWORD or not p.name.isidentifier() or p.name.startswith("_op_"):
+        if p.kind is not p.POSITIONAL_OR_KEYWORD or p.name.startswith("_op_"):  # a code object's names are identifiers
             return None
     return params
 
