@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 import openprogram
 import pytest
+from openprogram import _writer
 from openprogram._context import call_var, session_var
 
 from .conftest import calls_by_name, one
@@ -578,3 +580,45 @@ def test_a_wrapped_plain_function_shows_its_own_name_in_tracebacks(store: openpr
         fails(1)
     names = [entry.name for entry in raised.traceback]
     assert names[-2:] == ["fails", "fails"]  # the wrapper's frame, then the function's
+
+
+def _blocking_tools(release: threading.Event, started: threading.Event) -> list[typing.Callable[..., typing.Any]]:
+    """A plain function (the compiled wrapper with its own parameters) and one with a keyword-only
+    parameter (the compiled ``(*args, **kwargs)`` form)."""
+
+    def waits(i: int) -> int:
+        started.set()
+        release.wait(30)
+        return i
+
+    def waits_by_keyword(i: int, *, unit: str = "s") -> int:
+        started.set()
+        release.wait(30)
+        return i
+
+    return [openprogram.tool(waits), openprogram.tool(waits_by_keyword)]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["own-parameters", "generic"])
+def test_a_sync_call_is_written_as_running_while_it_runs(store: openprogram.Store, which: int) -> None:
+    release, started = threading.Event(), threading.Event()
+    blocking = _blocking_tools(release, started)[which]
+    with openprogram.session_context(store=store) as h:
+        outer = openprogram.call_scope("agent", "outer").enter()
+        worker = threading.Thread(target=openprogram.propagate(blocking), args=(7,))
+        worker.start()
+        try:
+            assert started.wait(30)
+            assert openprogram.flush()
+            [running] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
+            assert (running.status, running.inputs, running.parent_id) == ("running", {"i": 7}, outer.call_id)
+            assert running.started_at is not None and running.ended_at is None
+        finally:
+            release.set()
+            worker.join(30)
+        outer.exit()
+    [done] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
+    assert (done.call_id, done.status, done.output, done.started_at) == (
+        running.call_id, "ok", 7, running.started_at)  # fmt: skip
+    assert not [rec for rec in _writer.inflight.values() if rec[1] is h], "left in the running calls"
+
