@@ -1,9 +1,9 @@
 """The background writer: takes recorded calls off the hot path and into stores.
 
-The hot path only appends a tuple to a deque (and keeps running calls in a
+The hot path only appends a record's items to a list (and keeps running calls in a
 dict). One daemon thread wakes every :data:`INTERVAL` seconds, encodes what
 arrived, and writes it per store in one transaction. ``flush()`` puts a marker
-in the same deque and waits until everything before it is written (or, if a
+in the same list and waits until everything before it is written (or, if a
 store is failing, safely buffered). A failing store never raises into user
 code: its rows wait in a bounded buffer and are retried with back-off; past
 :data:`MAX_PENDING_ROWS` they are appended to a spill file that
@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import itertools
 import json
 import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,8 +86,14 @@ _RETRY_MAX = 30.0
 # payload and padding. Flat, no tuple outlives the call that built it: queued calls
 # add nothing for the garbage collector to track and promote, which was about a quarter
 # of a recorded call's cost. The writer regroups entries in C (``zip`` over an iterator).
+#
+# A list, not a deque: the writer takes a batch with one slice instead of one popleft
+# per item (P1 with the writer running: 3.25-3.27 us a call against 3.6-4.3 us on a slow
+# machine state). Producers only append; the writer (one at a time, under ``_cycle_lock``)
+# takes a prefix with a slice and deletes it: two steps, each atomic, and what is appended
+# between them lies past that prefix.
 RECORD_WIDTH = 15
-queue: deque[Any] = deque()
+queue: list[Any] = []
 # Calls that started and have not ended: a key (the call id, or its counter value on
 # the hot path) -> the first 11 fields above.
 inflight: dict[Any, tuple[Any, ...]] = {}
@@ -107,7 +111,6 @@ class _Tag:
 
 _SESSION, _ALIAS, _MARKER = _Tag("session"), _Tag("alias"), _Tag("marker")
 _PADDING = (None,) * (RECORD_WIDTH - 2)
-_take = deque.popleft
 
 
 class _Marker:
@@ -320,8 +323,10 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     markers: list[_Marker] = []
     last_store: Store | None = None
     state: _StoreState | None = None
-    # Taken and regrouped in C: one popleft per item, then RECORD_WIDTH-tuples.
-    items = iter(list(map(_take, itertools.repeat(queue, count * RECORD_WIDTH))))
+    # Taken and regrouped in C: a slice of whole entries, then RECORD_WIDTH-tuples.
+    taken = count * RECORD_WIDTH
+    items = iter(queue[:taken])
+    del queue[:taken]
     append: Callable[[CallRow], object] | None = None
     running: set[str] = set()
     encode = _encode
