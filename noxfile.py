@@ -82,6 +82,7 @@ def lint(session: nox.Session) -> None:
     # Not editable: core/ is installed as `openprogram`, a mapping mypy can only follow in an installed copy.
     session.install(".[all]", "ruff>=0.6", "mypy>=1.10")
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
     session.run("mypy", "--strict", "-p", "openprogram")
 
 

@@ -106,6 +106,8 @@ if __name__ == "__main__":
     for key, label in labels.items():
         print(f"  {r[key]:8.0f} ns  {label}")
     ratio = r["openprogram_hot"] / r["contextvar"]
-    print(f"  openprogram costs {r['openprogram_net']:.0f} ns over the bare call on the caller's thread "
-          f"({ratio:.2f}x a set/reset-only wrapper); target <= 1000 ns")
+    print(
+        f"  openprogram costs {r['openprogram_net']:.0f} ns over the bare call on the caller's thread "
+        f"({ratio:.2f}x a set/reset-only wrapper); target <= 1000 ns"
+    )
     print(f"  an OpenTelemetry span costs {r['ratio_otel_over_openprogram']:.1f}x a recorded call; target >= 15x")

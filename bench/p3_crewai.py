@@ -97,6 +97,7 @@ def main() -> int:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     oi = CrewAIInstrumentor()
     store = openprogram.open_store("memory://")
+
     # A fresh crew per run, built after the mode is switched on and outside the timed region: a
     # reused crew keeps state between kickoffs, and switching a mode on patches classes, which
     # invalidates CPython's attribute caches -- a program that calls instrument() once at start-up

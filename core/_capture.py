@@ -79,6 +79,7 @@ ATOMIC_TYPES: Final = frozenset({str, int, float, bool, type(None), bytes})
 #: Put in a record's ``names`` slot when its ``args`` slot already holds captured inputs.
 PRECAPTURED: Final[tuple[str, ...]] = ("<precaptured>",)
 
+# fmt: off
 _SECRET_WORDS: Final = frozenset(
     {
         "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
@@ -86,6 +87,7 @@ _SECRET_WORDS: Final = frozenset(
         "cookies", "privatekey", "signature", "sessionkey", "accesskey", "clientsecret",
     }
 )
+# fmt: on
 _SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
 _WORD_SPLIT: Final = re.compile(r"[^a-z0-9]+")
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -519,9 +521,7 @@ def _shape(names: tuple[str, ...]) -> _Shape:
     return shape
 
 
-def arguments_json(
-    names: tuple[str, ...] | _Shape, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
-) -> str:
+def arguments_json(names: tuple[str, ...] | _Shape, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
     """JSON text of ``capture_arguments(...)`` for arguments of :data:`ATOMIC_TYPES` only, built directly.
 
     The background writer's fast path: same result as ``dumps(capture_arguments(...))``

@@ -268,4 +268,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         target = safe_url(args.store) if args.store else "the store"
         sys.stderr.write(f"openprogram: {exc} ({target})\n")
         return 1
-

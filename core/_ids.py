@@ -42,8 +42,7 @@ def validate_session_id(value: object, *, what: str = "session id") -> str:
         raise InvalidSessionId(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     if _VALID_ID.fullmatch(value) is None:
         raise InvalidSessionId(
-            f"{what} {value[:40]!r} may only contain letters, digits and '._:@+-' "
-            "and must start with a letter or digit"
+            f"{what} {value[:40]!r} may only contain letters, digits and '._:@+-' and must start with a letter or digit"
         )
     return value
 

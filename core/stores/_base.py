@@ -168,9 +168,7 @@ class Store(abc.ABC):
 
     # --- writing (called by the background writer only) -------------------
     @abc.abstractmethod
-    def write(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
-    ) -> None:
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         """Persist one batch atomically.
 
         A call row replaces a ``running`` row of the same id (a final row is

@@ -22,9 +22,7 @@ class MemoryStore(Store):
         self._beats: dict[str, float] = {}
         self._aliases: dict[tuple[str, str], str] = {}
 
-    def write(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
-    ) -> None:
+    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         with self._lock:
             for namespace, key, session_id, _ in aliases:
                 self._aliases[(namespace, key)] = session_id

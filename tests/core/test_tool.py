@@ -621,4 +621,3 @@ def test_a_sync_call_is_written_as_running_while_it_runs(store: openprogram.Stor
     assert (done.call_id, done.status, done.output, done.started_at) == (
         running.call_id, "ok", 7, running.started_at)  # fmt: skip
     assert not [rec for rec in _writer.inflight.values() if rec[1] is h], "left in the running calls"
-
