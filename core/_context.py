@@ -12,6 +12,8 @@ import dataclasses
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from ._ids import as_text
+
 if TYPE_CHECKING:
     from .stores import Store
 
@@ -57,8 +59,9 @@ class SessionHandle:
 session_var: ContextVar[SessionHandle | None] = ContextVar("openprogram.session", default=None)
 """The session of the code now running, or None."""
 
-call_var: ContextVar[str | None] = ContextVar("openprogram.call", default=None)
-"""The id of the call now running: the parent of any call that starts here."""
+call_var: ContextVar[str | int | None] = ContextVar("openprogram.call", default=None)
+"""The id of the call now running: the parent of any call that starts here (an int is an id
+not yet spelled out: see ``_ids.as_text``)."""
 
 
 def get_current_session() -> SessionHandle | None:
@@ -80,4 +83,4 @@ def require_current_session() -> SessionHandle:
 
 def current_call_id() -> str | None:
     """The id of the call now running, or None."""
-    return call_var.get()
+    return as_text(call_var.get())

@@ -9,6 +9,7 @@ import re
 import secrets
 import socket
 from collections.abc import Callable
+from typing import overload
 
 __all__ = [
     "InvalidSessionId",
@@ -73,15 +74,24 @@ def derive_session_id(namespace: str, key: str) -> str:
 # The counter starts at 2**40 so ids have the same length (and sort in
 # creation order) for the first 16 trillion calls; ``hex()`` is the cheapest
 # int-to-text conversion CPython has.
+#
+# The compiled ``@openprogram.tool`` wrapper keeps a call's id as its counter value (an
+# int) and the writer spells it out (:func:`as_text`): building the text on the caller's
+# thread was about a tenth of a recorded call. A forked child gets a new prefix for the
+# values it mints from then on; values minted before the fork (its inherited context may
+# hold some) keep the parent's prefix: ``_epochs`` lists (first value, prefix) per process
+# generation.
 prefix = ""
 counter = itertools.count(1 << 40)
 _owner = ""
+_epochs: list[tuple[int, str]] = []
 
 
 def _renew() -> None:
     global prefix, _owner
     prefix = secrets.token_hex(6) + "-"
     _owner = f"{socket.gethostname()}:{os.getpid()}:{prefix[:-1]}"
+    _epochs.append((next(counter), prefix))
 
 
 _renew()
@@ -103,6 +113,24 @@ def new_call_id() -> str:
     if not n & 0xFFF:
         every_4096_calls()
     return prefix + hex(n)
+
+
+@overload
+def as_text(call_id: str | int) -> str: ...
+@overload
+def as_text(call_id: str | int | None) -> str | None: ...
+
+
+def as_text(call_id: str | int | None) -> str | None:
+    """A call id as text: ids kept as counter values are spelled as :func:`new_call_id` spells them."""
+    if type(call_id) is not int:
+        return call_id  # type: ignore[return-value]
+    first, text = _epochs[-1]
+    if call_id < first:  # minted before a fork, under an earlier prefix
+        for first, text in reversed(_epochs):  # noqa: B007
+            if call_id >= first:
+                break
+    return text + hex(call_id)
 
 
 def process_owner() -> str:

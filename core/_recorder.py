@@ -48,7 +48,7 @@ def describe_error(exc: BaseException) -> str:
 
 def begin_call(
     handle: SessionHandle,
-    parent_id: str | None,
+    parent_id: str | int | None,
     kind: str,
     name: str,
     framework: str | None = None,
@@ -261,6 +261,7 @@ class call_scope:
                 handle = implicit_session(f"{self.kind} {self.name!r}")
                 if handle is None:
                     return self
+            parent: str | int
             if self._parent is not None:
                 parent = self._parent
             elif current is handle or (current is not None and current.session_id == handle.session_id):

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _writer
 from ._context import NoSessionError, SessionHandle, call_var, session_var
-from ._ids import InvalidSessionId, derive_session_id, new_call_id, new_session_id, validate_session_id
+from ._ids import InvalidSessionId, as_text, derive_session_id, new_call_id, new_session_id, validate_session_id
 from ._recorder import _reset, begin_call, end_call
 from .stores import Store, open_store
 
@@ -254,7 +254,7 @@ def export_context(env: dict[str, str] | None = None) -> dict[str, str]:
         return out
     out[ENV_SESSION_ID] = handle.session_id
     out[ENV_TURN_ID] = handle.turn_id
-    out[ENV_PARENT_CALL] = call_var.get() or handle.root_call_id
+    out[ENV_PARENT_CALL] = as_text(call_var.get()) or handle.root_call_id
     out[ENV_AGENT_ID] = handle.agent_id
     out["OPENPROGRAM_STORE"] = getattr(handle.store, "connect_url", handle.store.url)
     if handle.store.url.startswith("memory:"):

@@ -211,11 +211,11 @@ def _op_wrapper({parameters}):
     _op_n = _op_next(_op_counter)
     if not _op_n & 0xFFF:
         _op_ids.every_4096_calls()
-    _op_call_id = _op_ids.prefix + _op_hex(_op_n)  # new_call_id(), inlined
-    _op_rec = (_op_call_id, _op_handle, _op_get_call() or _op_handle.root_call_id, "tool", _op_name, None,
+    # The call's id is the counter value: the writer spells it out (_ids.as_text).
+    _op_rec = (_op_n, _op_handle, _op_get_call() or _op_handle.root_call_id, "tool", _op_name, None,
                _op_shape, {arguments}, None, None, _op_time())
     _op_running[_op_n] = _op_rec  # keyed by the counter value: an int hashes for free
-    _op_token = _op_set_call(_op_call_id)
+    _op_token = _op_set_call(_op_n)
     try:
         _op_result = _op_func({call})
     except _op_BaseException as _op_exc:
@@ -270,7 +270,7 @@ def _fast_sync(
         "_op_shape": parameter_shape(names),  # kept in the record instead of the names: the writer needs no lookup
         "_op_time": time.time, "_op_status_of": status_of, "_op_describe_error": describe_error,
         "_op_capture_json": capture_json, "_op_slow": _slow_sync, "_op_names": names, "_op_missing": _MISSING,
-        "_op_next": next, "_op_hex": hex, "_op_type": type, "_op_BaseException": BaseException,
+        "_op_next": next, "_op_type": type, "_op_BaseException": BaseException,
     }  # fmt: skip
     slow = "_op_slow(_op_func, _op_name, _op_names, 0, False, {args}, {kwargs})"
     if params is None:

@@ -34,6 +34,7 @@ from ._capture import (
     mapping_json,
     scalar_json,
 )
+from ._ids import as_text
 from .stores import AliasRow, CallRow, CallRows, SessionRow, Store, openprogram_home
 
 __all__ = [
@@ -231,6 +232,10 @@ _RUNNING = ("running", None, None, None)  # completes a start record (from infli
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
      attributes, started, status, output, error, ended) = rec  # fmt: skip
+    if type(call_id) is int:  # the compiled tool wrapper's: spelled out here, off the caller's thread
+        call_id = as_text(call_id)
+    if type(parent_id) is int:
+        parent_id = as_text(parent_id)
     if names is None:
         inputs = None if args is None else capture_json(args)
     elif names is PRECAPTURED:  # captured on the hot path: JSON text already
@@ -275,7 +280,8 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         note = dumps(f"<capture failed: {type(exc).__name__}>")
         final = rec[11] != "running"
         return (
-            rec[0], rec[1].session_id, rec[1].turn_id, _text(rec[2]), _text(rec[3]), _text(rec[4]), _text(rec[5]),
+            as_text(rec[0]), rec[1].session_id, rec[1].turn_id, _text(as_text(rec[2])), _text(rec[3]), _text(rec[4]),
+            _text(rec[5]),
             rec[11] if final else "running", note, note if final else None, _text(rec[13], 8192) if final else None,
             None, rec[10], rec[14] if final else None, owner,
         )  # fmt: skip
@@ -332,7 +338,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
         head = item[0]
-        if type(head) is str:
+        if type(head) is not _Tag:  # a call: its id is text or a counter value (see _ids.as_text)
             store = item[1].store
             if store is not last_store or append is None:
                 state, last_store = _state(store), store
@@ -343,7 +349,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
                 row = _encode_safely(item, owner)
             append(row)
             if running:
-                running.discard(head)
+                running.discard(row[0])
         elif head is _SESSION:
             session = item[1]
             _state(session[4]).pending_sessions.append((session[0], session[1], session[2], session[3]))
@@ -357,7 +363,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
 def _note_running(owner: str) -> None:
     """Calls still running are written as such, so a crash leaves them visible."""
     for rec in list(inflight.values()):
-        call_id = rec[0]
+        call_id = as_text(rec[0])
         state = _state(rec[1].store)
         if call_id not in state.running:
             state.running.add(call_id)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import threading
 import typing
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _ids, _writer
 from openprogram._context import call_var, session_var
 
 from .conftest import calls_by_name, one
@@ -621,3 +623,48 @@ def test_a_sync_call_is_written_as_running_while_it_runs(store: openprogram.Stor
     assert (done.call_id, done.status, done.output, done.started_at) == (
         running.call_id, "ok", 7, running.started_at)  # fmt: skip
     assert not [rec for rec in _writer.inflight.values() if rec[1] is h], "left in the running calls"
+
+
+def test_the_current_call_id_inside_a_compiled_tool_is_its_recorded_id(store: openprogram.Store) -> None:
+    seen: dict[str, typing.Any] = {}
+
+    @openprogram.tool
+    def looks(x: int) -> int:
+        seen["id"] = openprogram.current_call_id()
+        seen["env"] = openprogram.export_context()["OPENPROGRAM_PARENT_CALL"]
+        return x
+
+    with openprogram.session_context(store=store) as h:
+        looks(1)
+    [call] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
+    assert seen == {"id": call.call_id, "env": call.call_id}
+    assert isinstance(call.call_id, str) and call.call_id.startswith(_ids.prefix)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_records_under_the_call_it_was_forked_in(sqlite_url: str) -> None:
+    @openprogram.tool
+    def inner(i: int) -> int:
+        return i
+
+    @openprogram.tool
+    def forks() -> int:
+        pid = os.fork()
+        if pid == 0:  # the child: its context holds the parent's running call
+            code = 1
+            try:
+                inner(7)
+                code = 0 if openprogram.flush() else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads running
+        with openprogram.session_context(store=sqlite_url) as h:
+            assert forks() == 0
+    by_name = calls_by_name(openprogram.open_store(sqlite_url), h.session_id)
+    [parent], [child] = by_name["forks"], by_name["inner"]
+    assert child.parent_id == parent.call_id
+    assert child.call_id.rsplit("-", 1)[0] != parent.call_id.rsplit("-", 1)[0]  # the child mints under its own prefix
