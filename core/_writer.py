@@ -338,25 +338,31 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
         head = item[0]
-        if type(head) is not _Tag:  # a call: its id is text or a counter value (see _ids.as_text)
-            store = item[1].store
-            if store is not last_store or append is None:
-                state, last_store = _state(store), store
-                append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
-            try:
-                row = encode(item, owner)
-            except Exception:
-                row = _encode_safely(item, owner)
-            append(row)
-            if running:
-                running.discard(row[0])
-        elif head is _SESSION:
-            session = item[1]
-            _state(session[4]).pending_sessions.append((session[0], session[1], session[2], session[3]))
-        elif head is _ALIAS:
-            _state(item[1]["store"]).pending_aliases.append(item[1]["alias"])
-        else:
-            markers.append(item[1])
+        try:
+            if type(head) is not _Tag:  # a call: its id is text or a counter value (see _ids.as_text)
+                store = item[1].store
+                if store is not last_store or append is None:
+                    state, last_store = _state(store), store
+                    append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
+                try:
+                    row = encode(item, owner)
+                except Exception:
+                    row = _encode_safely(item, owner)
+                append(row)
+                if running:
+                    running.discard(row[0])
+            elif head is _SESSION:
+                session = item[1]
+                _state(session[4]).pending_sessions.append((session[0], session[1], session[2], session[3]))
+            elif head is _ALIAS:
+                _state(item[1]["store"]).pending_aliases.append(item[1]["alias"])
+            elif head is _MARKER:
+                markers.append(item[1])
+        except Exception:
+            # A malformed entry (a bug of ours) is dropped alone: the rest of the batch, taken
+            # off the queue already, would otherwise be lost with it, and flush() would hang.
+            logger.exception("openprogram: dropped a malformed queued entry %.200r", item)
+            append = None  # the store state may be half-switched: look it up again
     return markers
 
 

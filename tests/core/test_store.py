@@ -409,3 +409,19 @@ def test_a_store_without_its_own_claim_checks_then_writes() -> None:
     with openprogram.session_context("s2", store=store) as h:
         pass
     assert h.created is True
+
+
+def test_a_malformed_queued_entry_is_dropped_alone(store: openprogram.Store, caplog: pytest.LogCaptureFixture) -> None:
+    @openprogram.tool
+    def kept(i: int) -> int:
+        return i
+
+    with openprogram.session_context(store=store) as h:
+        kept(1)
+        # A record whose session handle is missing: what a bug of ours would queue.
+        _writer.enqueue(("bad-call", None, None, "tool", "broken", *(None,) * 10))
+        kept(2)
+        with caplog.at_level(logging.ERROR, logger="openprogram"):
+            assert openprogram.flush(timeout=10)
+    assert sorted(c.output for c in store.list_calls(h.session_id) if c.name == "kept") == [1, 2]
+    assert "dropped a malformed queued entry" in caplog.text
