@@ -125,12 +125,10 @@ def as_text(call_id: str | int | None) -> str | None:
     """A call id as text: ids kept as counter values are spelled as :func:`new_call_id` spells them."""
     if type(call_id) is not int:
         return call_id  # type: ignore[return-value]
-    first, text = _epochs[-1]
-    if call_id < first:  # minted before a fork, under an earlier prefix
-        for first, text in reversed(_epochs):  # noqa: B007
-            if call_id >= first:
-                break
-    return text + hex(call_id)
+    for first, text in reversed(_epochs):  # the latest first: values minted before a fork are rare
+        if call_id >= first:
+            return text + hex(call_id)
+    return _epochs[0][1] + hex(call_id)  # below every epoch: cannot be minted here; spelled as the first
 
 
 def process_owner() -> str:
