@@ -90,9 +90,9 @@ _RETRY_MAX = 30.0
 #
 # A list, not a deque: the writer takes a batch with one slice instead of one popleft
 # per item (P1 with the writer running: 3.18-3.58 us a call against 3.55-4.33 us in five
-# A/B runs on a slow machine state). Producers only append; the writer (one at a time, under ``_cycle_lock``)
-# takes a prefix with a slice and deletes it: two steps, each atomic, and what is appended
-# between them lies past that prefix.
+# A/B runs on a slow machine state). Producers only append; the writer (one at a time,
+# under ``_cycle_lock``) takes a prefix with a slice and deletes it: two steps, each
+# atomic, and what is appended between them lies past that prefix.
 RECORD_WIDTH = 15
 queue: list[Any] = []
 # Calls that started and have not ended: a key (the call id, or its counter value on
