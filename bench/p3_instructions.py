@@ -1,0 +1,162 @@
+"""Benchmark P3 in instructions: the adapters' overhead counted by callgrind, not timed.
+
+Wall-clock P3 figures swing by several points from run to run on a shared
+machine; instruction counts do not (valgrind's callgrind counts every
+instruction of every thread, whatever else the machine is doing). Each
+workload of ``p3_langgraph.py`` / ``p3_semantic_kernel.py`` runs under
+callgrind in these modes:
+
+- ``uninstrumented``: the framework alone;
+- ``openprogram``: ``instrument()`` inside a ``session_context`` on a SQLite store;
+- ``memory store``: the same on a ``memory://`` store (the difference is SQLite's share);
+- ``no capture``: the same on SQLite with every capture replaced by ``null``
+  (the difference is what capturing inputs and outputs costs).
+
+Each mode runs twice, with 10 and with 70 runs; the difference over 60 runs
+is the per-run count, free of start-up and import costs. Hash randomisation
+is off, and the background writer runs only at explicit flushes (one every 8
+runs, about one 50 ms writer cycle of a real run), so counts repeat to within
+about 0.2 %. Needs ``valgrind``.
+
+    python bench/p3_instructions.py [--framework langgraph|semantic-kernel] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODES = ("uninstrumented", "openprogram", "memory store", "no capture")
+FLUSH_EVERY = 8
+FEW, MANY = 10, 70
+
+
+def _langgraph() -> tuple[str, Callable[[], Any]]:
+    from langchain_core.messages import HumanMessage
+    from p3_langgraph import build_graph
+
+    graph = build_graph()
+    inputs = {"messages": [HumanMessage("weather in Paris, population of Oslo, distance?")], "steps": []}
+    return "langgraph", lambda: graph.invoke(inputs)
+
+
+def _semantic_kernel() -> tuple[str, Callable[[], Any]]:
+    from p3_semantic_kernel import make_kernel, sk_diagnostics
+
+    sk_diagnostics(False)
+    kernel, arguments = make_kernel()
+    return "semantic_kernel", lambda: kernel.invoke_prompt("Plan a trip to Oslo.", arguments=arguments)
+
+
+WORKLOADS: dict[str, Callable[[], tuple[str, Callable[[], Any]]]] = {
+    "langgraph": _langgraph,
+    "semantic-kernel": _semantic_kernel,
+}
+
+
+def child(framework: str, mode: str, runs: int) -> None:
+    """The measured program: warm up, then ``runs`` runs in ``mode``."""
+    import logging
+
+    sys.path.insert(0, HERE)
+    home = tempfile.mkdtemp(prefix="openprogram-bench-")
+    os.environ["OPENPROGRAM_HOME"] = home
+    logging.getLogger("openprogram").setLevel(logging.ERROR)
+    import openprogram
+    from openprogram import _recorder, _writer
+
+    _writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
+    identifier, run = WORKLOADS[framework]()
+    if mode == "no capture":
+        _recorder.capture_json = lambda value: "null"  # type: ignore[assignment]
+    store = openprogram.open_store("memory://" if mode == "memory store" else f"sqlite:///{home}/bench.db")
+    is_async = asyncio.iscoroutine(probe := run())
+    if is_async:
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(probe)
+        step: Callable[[], Any] = lambda: loop.run_until_complete(run())  # noqa: E731
+    else:
+        step = run
+
+    def timed(n: int) -> None:
+        if mode == "uninstrumented":
+            for _ in range(n):
+                step()
+            return
+        with openprogram.session_context(store=store):
+            for i in range(n):
+                step()
+                if i % FLUSH_EVERY == FLUSH_EVERY - 1:
+                    openprogram.flush()
+
+    if mode != "uninstrumented":
+        openprogram.instrument(identifier)
+    timed(3)  # warm-up: caches, first-time wrapper set-up, the store's schema
+    timed(runs)
+
+
+def _instructions(framework: str, mode: str, runs: int, directory: str) -> int:
+    out = os.path.join(directory, f"{framework}-{mode.replace(' ', '-')}-{runs}.out")
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+               "--child", framework, mode, str(runs)]  # fmt: skip
+    done = subprocess.run(command, check=False, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{framework} {mode} {runs} failed:\n{done.stderr[-3000:]}")
+    with open(out) as f:
+        for line in f:
+            found = re.match(r"(?:summary|totals): (\d+)", line)
+            if found:
+                return int(found.group(1))
+    raise SystemExit(f"no instruction total in {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", choices=sorted(WORKLOADS), action="append")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        framework, mode, runs = args.child
+        child(framework, mode, int(runs))
+        return 0
+    if shutil.which("valgrind") is None:
+        print("P3 instructions: skipped, valgrind is not installed")
+        return 0
+    directory = tempfile.mkdtemp(prefix="openprogram-callgrind-")
+    installed = [name for name, module in (("langgraph", "langgraph"), ("semantic-kernel", "semantic_kernel"))
+                 if importlib.util.find_spec(module) is not None]  # fmt: skip
+    for framework in args.framework or installed:
+        jobs = [(mode, runs) for mode in MODES for runs in (FEW, MANY)]
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            futures = {job: pool.submit(_instructions, framework, *job, directory) for job in jobs}
+            counts = {job: future.result() for job, future in futures.items()}
+        per_run = {mode: (counts[mode, MANY] - counts[mode, FEW]) / (MANY - FEW) for mode in MODES}
+        base = per_run["uninstrumented"]
+        ours = per_run["openprogram"] - base
+        print(f"P3 {framework} in instructions per run (callgrind, python {sys.version.split()[0]})")
+        print(f"  uninstrumented {base / 1e6:8.2f}M")
+        print(f"  openprogram    {per_run['openprogram'] / 1e6:8.2f}M  overhead {ours / 1e3:7.0f}k "
+              f"{ours / base * 100:+.1f}% (target <= 3%)")  # fmt: skip
+        sqlite = per_run["openprogram"] - per_run["memory store"]
+        capture = per_run["openprogram"] - per_run["no capture"]
+        for label, part in (("SQLite store", sqlite), ("capturing inputs/outputs", capture),
+                            ("the rest (hooks, recording, encoding rows)", ours - sqlite - capture)):  # fmt: skip
+            print(f"    {label:44s} {part / 1e3:7.0f}k  {part / base * 100:+.1f}%  ({part / ours * 100:.0f}% of ours)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
