@@ -277,6 +277,7 @@ def _from_environment() -> SessionHandle | None:
     parent = os.environ.get(ENV_PARENT_CALL) or ""
     agent_id = os.environ.get(ENV_AGENT_ID) or "main"
     store = open_store()
+    _writer.ensure_started()  # else nothing is written before exit, and a killed child loses it all
     _note_session(store, session_id, agent_id, time.time())
     return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
 

@@ -91,6 +91,51 @@ with openprogram.session_context("killed", store=__URL__) as h:
 """
 
 
+JOINED_CHILD = """
+import sys, time
+import openprogram
+
+@openprogram.tool
+def quick():
+    return 1
+
+@openprogram.tool
+def hangs():
+    print("hanging", flush=True)
+    time.sleep(120)
+
+quick()
+hangs()
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_child_joined_from_the_environment_writes_while_it_runs(sqlite_url: str) -> None:
+    # A child that joins through export_context() writes as it goes, like any process: its
+    # calls are in the store while it runs (no flush), and survive a SIGKILL.
+    with openprogram.session_context(store=sqlite_url) as h:
+        env = python_env(**openprogram.export_context())
+    child = subprocess.Popen([sys.executable, "-c", JOINED_CHILD], env=env, stdout=subprocess.PIPE, text=True)
+    store = openprogram.open_store(sqlite_url)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "hanging"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            names = {c.name for c in store.list_calls(h.session_id)}
+            if {"quick", "hangs"} <= names:
+                break
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
+    by_name = {c.name: c for c in store.list_calls(h.session_id)}
+    assert by_name["quick"].status == "ok"
+    assert by_name["hangs"].status == "interrupted"  # its writer is dead
+    assert by_name["quick"].turn_id == h.turn_id
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_sigkill_after_flush_loses_nothing_and_running_calls_read_interrupted(sqlite_url: str) -> None:
     n = 500
