@@ -315,12 +315,15 @@ def _fast_sync(
             return generic(*args, **kwargs)  # type: ignore[misc]
 
         namespace["_op_passed"] = passed
-    exec(compile(_FAST_SYNC.format(**parts), f"<openprogram.tool {name}>", "exec"), namespace)
+    filename = f"<openprogram.tool {name}>".replace("\x00", "\\x00")  # compile() refuses NUL
+    exec(compile(_FAST_SYNC.format(**parts), filename, "exec"), namespace)
     wrapper: Callable[..., Any] = namespace["_op_wrapper"]
     # Defined under a name no tool can shadow; tracebacks and argument errors show the function's own.
-    code = wrapper.__code__.replace(co_name=func.__name__)
+    own = getattr(func, "__name__", None)  # a callable object or functools.partial has none
+    code = wrapper.__code__.replace(co_name=own if type(own) is str else name)
     if sys.version_info >= (3, 11):
-        code = code.replace(co_qualname=func.__qualname__)
+        qualname = getattr(func, "__qualname__", None)
+        code = code.replace(co_qualname=qualname if type(qualname) is str else code.co_name)
     wrapper.__code__ = code
     return wrapper
 

@@ -210,7 +210,7 @@ _MAX_NAME = 1024
 
 
 def _text(value: Any, limit: int = _MAX_NAME) -> Any:
-    """A text column as every store can take it: valid UTF-8 (lone surrogates escaped), bounded.
+    """A text column as every store can take it: valid UTF-8 (lone surrogates escaped), no NUL, bounded.
 
     One exception message or node name with a lone surrogate used to make the whole
     batch unwritable, so every later record of the process waited for a spill.
@@ -223,6 +223,8 @@ def _text(value: Any, limit: int = _MAX_NAME) -> Any:
         value = value[:limit] + "...[truncated]"
     if not value.isascii():
         value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if "\x00" in value:  # PostgreSQL's text cannot hold NUL: one such error made every later write fail
+        value = value.replace("\x00", "\\x00")
     return value
 
 
@@ -243,7 +245,7 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     else:  # the recorder only keeps arguments by reference when all are scalars
         inputs = arguments_json(names, args, kwargs)
     # ids, kinds and frameworks are ours; names and errors may hold any text.
-    if type(name) is not str or len(name) > _MAX_NAME or not name.isascii():
+    if type(name) is not str or len(name) > _MAX_NAME or not name.isascii() or "\x00" in name:
         name = _text(name)
     # Outputs arrive as scalars or as JSON text captured on the hot path (in a 1-tuple).
     out_type = type(output)

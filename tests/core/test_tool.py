@@ -188,6 +188,24 @@ def test_generator_send_and_throw_pass_through(store: openprogram.Store) -> None
     assert call.output == {"yielded": [0, 5, 7], "count": 3, "returned": -1}
 
 
+def test_partial_and_callable_objects_are_tools(store: openprogram.Store) -> None:
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    class Adder:
+        def __call__(self, a: int, b: int) -> int:
+            return a + b
+
+    plus_one = openprogram.tool(functools.partial(add, 1))  # used to fail: no __name__
+    adder = openprogram.tool(Adder())
+    with openprogram.session_context(store=store) as h:
+        assert plus_one(2) == 3
+        assert adder(2, 3) == 5
+    openprogram.flush()
+    assert one(store, h.session_id, "partial").output == 3
+    assert one(store, h.session_id, "Adder").output == 5
+
+
 def test_named_tool(store: openprogram.Store) -> None:
     with openprogram.session_context(store=store) as h:
         assert lookup("q") == "Q"

@@ -500,3 +500,23 @@ async def test_async_tools_record_concurrently(store_url: str) -> None:
     calls = openprogram.open_store(store_url).list_calls(h.session_id)
     assert len(calls) == 21 and sorted(c.output for c in calls[1:]) == list(range(20))
     assert all(c.parent_id == calls[0].call_id for c in calls[1:])
+
+
+def test_nul_in_a_name_or_an_error_is_stored_escaped_and_blocks_nothing(store_url: str) -> None:
+    # PostgreSQL's text cannot hold NUL: one such error message once made every later write
+    # to the store fail (and spill). Names and errors keep it spelled out, as a backslash and "x00".
+    @openprogram.tool(name="odd\x00name")
+    def odd() -> None:
+        raise ValueError("bad \x00 byte")
+
+    store = openprogram.open_store(store_url)
+    with openprogram.session_context(store=store) as h:
+        with pytest.raises(ValueError):
+            odd()
+    with openprogram.session_context(store=store) as later:
+        pass
+    assert openprogram.flush()
+    (call,) = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
+    assert call.name == "odd\\x00name"
+    assert call.status == "error" and call.error == "ValueError: bad \\x00 byte"
+    assert store.get_session(later.session_id) is not None
