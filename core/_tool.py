@@ -50,6 +50,12 @@ def tool(func: F | None = None, /, *, name: str | None = None) -> F | Callable[[
 
 
 def _decorate(func: F, name: str | None = None) -> F:
+    # Above @staticmethod / @classmethod: wrap the function inside and keep the descriptor,
+    # else a static method would be bound to the instance like a plain function.
+    if isinstance(func, staticmethod):
+        return staticmethod(_decorate(func.__func__, name))  # type: ignore[return-value]
+    if isinstance(func, classmethod):
+        return classmethod(_decorate(func.__func__, name))  # type: ignore[return-value]
     if not callable(func):
         raise TypeError(f"@openprogram.tool needs a function, not {type(func).__name__}")
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__

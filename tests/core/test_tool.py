@@ -206,6 +206,31 @@ def test_partial_and_callable_objects_are_tools(store: openprogram.Store) -> Non
     assert one(store, h.session_id, "Adder").output == 5
 
 
+def test_tool_above_staticmethod_and_classmethod(store: openprogram.Store) -> None:
+    class K:
+        factor = 3
+
+        @openprogram.tool
+        @staticmethod
+        def triple(x: int) -> int:
+            return x * 3
+
+        @openprogram.tool
+        @classmethod
+        def scaled(cls, x: int) -> int:
+            return x * cls.factor
+
+    with openprogram.session_context(store=store) as h:
+        assert K.triple(2) == 6
+        assert K().triple(2) == 6  # used to fail: bound to the instance
+        assert K.scaled(2) == 6  # used to fail: "needs a function, not classmethod"
+        assert K().scaled(3) == 9
+    openprogram.flush()
+    by_name = calls_by_name(store, h.session_id)
+    assert [c.inputs for c in by_name["triple"]] == [{"x": 2}, {"x": 2}]
+    assert [c.inputs for c in by_name["scaled"]] == [{"x": 2}, {"x": 3}]  # cls is not an input
+
+
 def test_named_tool(store: openprogram.Store) -> None:
     with openprogram.session_context(store=store) as h:
         assert lookup("q") == "Q"
