@@ -55,7 +55,7 @@ def _decorate(func: F, name: str | None = None) -> F:
     if isinstance(func, staticmethod):
         return staticmethod(_decorate(func.__func__, name))  # type: ignore[return-value]
     if isinstance(func, classmethod):
-        return classmethod(_decorate(func.__func__, name))  # type: ignore[return-value]
+        return classmethod(_decorate(func.__func__, name))
     if not callable(func):
         raise TypeError(f"@openprogram.tool needs a function, not {type(func).__name__}")
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
