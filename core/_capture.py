@@ -82,7 +82,7 @@ PRECAPTURED: Final[tuple[str, ...]] = ("<precaptured>",)
 # fmt: off
 _SECRET_WORDS: Final = frozenset(
     {
-        "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
+        "password", "passwords", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
         "apikey", "authorization", "auth", "credential", "credentials", "cookie",
         "cookies", "privatekey", "signature", "sessionkey", "accesskey", "clientsecret",
     }
@@ -90,7 +90,8 @@ _SECRET_WORDS: Final = frozenset(
 # fmt: on
 _SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
 _WORD_SPLIT: Final = re.compile(r"[^a-z0-9]+")
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# camelCase and acronyms: "dbPassword", "DBPassword", "APIToken" -> db password, api token.
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Values that are secrets whatever their key: bearer headers and well-known key prefixes.
 _SECRET_VALUE: Final = re.compile(
     r"^(?:Bearer\s+\S{8,}|Basic\s+[A-Za-z0-9+/=]{8,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"

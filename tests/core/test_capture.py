@@ -11,7 +11,7 @@ import openprogram
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openprogram._capture import REDACTED, capture, dumps
+from openprogram._capture import REDACTED, capture, capture_json, dumps
 
 from .conftest import one
 
@@ -158,6 +158,14 @@ def test_secrets_redacted_at_any_depth(store: openprogram.Store) -> None:
     logins = [c for c in store.list_calls(h.session_id) if c.name == "login"]
     assert [c.inputs["password"] for c in logins] == [REDACTED, REDACTED]
     assert logins[0].inputs["user"] == "bob"
+
+
+def test_secret_keys_spelled_with_acronyms_or_plurals_are_redacted() -> None:
+    keys = ["DBPassword", "SMTPPassword", "APIToken", "JWTSecret", "OAuthToken", "passwords", "dbPassword"]
+    captured = capture({key: "hunter2" for key in keys} | {"HTTPSProxy": "p", "maxTokens": 5})
+    assert {key: captured[key] for key in keys} == dict.fromkeys(keys, REDACTED)
+    assert captured["HTTPSProxy"] == "p" and captured["maxTokens"] == 5
+    assert "hunter2" not in capture_json({"config": [{"user": "bob", "SMTPPassword": "hunter2"}]})
 
 
 def test_non_secret_keys_are_kept() -> None:
