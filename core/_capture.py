@@ -37,6 +37,7 @@ __all__ = [
     "scalar_json",
     "is_secret_key",
     "limits",
+    "redact_error_text",
     "redact_text",
     "set_limits",
 ]
@@ -97,6 +98,9 @@ _SECRET_VALUE: Final = re.compile(
     r"^(?:Bearer\s+\S{8,}|Basic\s+[A-Za-z0-9+/=]{8,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
 )
+# The same credentials anywhere in a text (an error message quoting a key), for texts that are
+# not captured values: error messages.
+_SECRET_ANYWHERE: Final = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_VALUE.pattern[1:])
 # Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
 _URL_PASSWORD: Final = re.compile(r"([a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)", re.IGNORECASE)
 _PARAM_PASSWORD: Final = re.compile(r"((?:^|[\s?&;])(?:ssl)?password\s*=\s*)[^\s&;]+", re.IGNORECASE)
@@ -115,6 +119,11 @@ def is_secret_key(key: str) -> bool:
         if len(_key_cache) < 10_000:
             _key_cache[key] = hit
     return hit
+
+
+def redact_error_text(text: str) -> str:
+    """An error message with connection-string passwords and credential-looking values redacted."""
+    return _SECRET_ANYWHERE.sub(REDACTED, redact_text(text))
 
 
 def redact_text(text: str) -> str:

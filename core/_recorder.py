@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from . import _ids
-from ._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_text
+from ._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_error_text
 from ._context import NoSessionError, SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._writer import inflight, queue
@@ -42,7 +42,7 @@ def describe_error(exc: BaseException) -> str:
         text = f"{type(exc).__qualname__}: {exc}"
     except Exception:
         text = f"{type(exc).__qualname__}: <str() failed>"
-    text = redact_text(text)
+    text = redact_error_text(text)
     return text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "...[truncated]"
 
 

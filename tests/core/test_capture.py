@@ -168,6 +168,23 @@ def test_secret_keys_spelled_with_acronyms_or_plurals_are_redacted() -> None:
     assert "hunter2" not in capture_json({"config": [{"user": "bob", "SMTPPassword": "hunter2"}]})
 
 
+def test_credentials_quoted_in_error_messages_are_redacted(store: openprogram.Store) -> None:
+    key = "sk-" + "A1b2" * 8
+
+    @openprogram.tool
+    def call_api(api_key: str) -> None:
+        raise PermissionError(f"401 for key {key}; retry with Authorization: Bearer {key[3:]}")
+
+    with openprogram.session_context(store=store) as h:
+        with pytest.raises(PermissionError):
+            call_api(key)
+    openprogram.flush()
+    assert key[3:] not in stored_text(store, h.session_id)
+    assert one(store, h.session_id, "call_api").error == (
+        f"PermissionError: 401 for key {REDACTED}; retry with Authorization: {REDACTED}"
+    )
+
+
 def test_non_secret_keys_are_kept() -> None:
     kept = capture({"tokens_used": 5, "author": "ann", "max_tokens": 10, "query": "q"})
     # "token" and "auth" inside longer words are secrets only when they are whole words
