@@ -9,6 +9,7 @@ directory is created ``0700`` and the file ``0600``.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sqlite3
 import threading
@@ -21,6 +22,8 @@ from typing import Any
 from ._base import AliasRow, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+logger = logging.getLogger("openprogram")
 
 SCHEMA_VERSION = 2
 
@@ -180,6 +183,7 @@ class SQLiteStore(Store):
         self.path = Path(path).absolute()
         self.url = f"sqlite:///{self.path}"
         self._write_conn: sqlite3.Connection | None = None
+        self._write_identity: tuple[int, int] | None = None  # the file the writer connection has open
         self._lock = threading.Lock()
         self._prepared = False
         _stores.add(self)
@@ -319,11 +323,27 @@ class SQLiteStore(Store):
 
     def _writer(self) -> sqlite3.Connection:
         """The writer connection (opened on first use); call with ``_lock`` held."""
-        self._prepare()
         conn = self._write_conn
+        if conn is not None and self._file_identity() != self._write_identity:
+            # The file was deleted or replaced under us: writing on would go into the unlinked
+            # file, lost, while flush() reported success. Start a new store file instead.
+            logger.warning("openprogram: the SQLite store %s was removed or replaced; recording into a new file",
+                           self.path)  # fmt: skip
+            self._drop_writer()
+            self._prepared = False
+            conn = None
+        self._prepare()
         if conn is None:
             conn = self._write_conn = self._connect()
+            self._write_identity = self._file_identity()
         return conn
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
 
     def _write_one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
         """One statement, committed on its own."""

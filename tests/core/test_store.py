@@ -425,3 +425,21 @@ def test_a_malformed_queued_entry_is_dropped_alone(store: openprogram.Store, cap
             assert openprogram.flush(timeout=10)
     assert sorted(c.output for c in store.list_calls(h.session_id) if c.name == "kept") == [1, 2]
     assert "dropped a malformed queued entry" in caplog.text
+
+
+def test_a_deleted_store_file_is_recreated_and_later_records_are_kept(tmp_path: Path) -> None:
+    # The writer used to go on writing into the unlinked file: later records were lost while
+    # flush() returned True.
+    url = f"sqlite:///{tmp_path}/gone.db"
+    store = openprogram.open_store(url)
+    with openprogram.session_context(store=store):
+        pass
+    assert openprogram.flush()
+    for path in tmp_path.glob("gone.db*"):
+        path.unlink()
+    with openprogram.session_context(store=store) as second:
+        ping(1)
+    assert openprogram.flush()
+    assert store.get_session(second.session_id) is not None
+    assert [c.name for c in store.list_calls(second.session_id)] == ["main", "ping"]
+    assert (tmp_path / "gone.db").stat().st_mode & 0o777 == 0o600
