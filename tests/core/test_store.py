@@ -241,6 +241,27 @@ def test_import_of_a_bad_file_is_a_clear_error(tmp_path: Path, capsys: pytest.Ca
     assert "missing.jsonl" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"call": ["c1", "s1", "t1"]}',  # too short: used to fail with a traceback
+        '{"session": ["s1", "main", "yesterday", "today"]}',  # text times: used to be written, breaking reads
+        '{"call": ["c1", "s1", "t1", null, "tool", "x", null, "ok", null, null, null, null, 1.0, 2.0, 7]}',
+        "[1, 2]",
+    ],
+)
+def test_import_of_a_malformed_record_is_a_clear_error_and_writes_nothing(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    assert cli(["--store", target, "import", str(bad)]) == 1
+    assert "bad.jsonl:1: not a spill record" in capsys.readouterr().err
+    assert cli(["--store", target, "sessions"]) == 0
+    assert openprogram.open_store(target).list_sessions() == []
+
+
 def test_back_pressure_loses_nothing(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # With a tiny high-water mark, recording threads wait for the writer every 4096 calls.
     monkeypatch.setattr(_writer, "QUEUE_HIGH_WATER", 100)
