@@ -377,8 +377,9 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
     it is only returned if it exists — so code can read the id that was logged.
     """
     global _implicit, _warned
-    if _implicit is not None or entry is None:
+    if entry is None or (_implicit is not None and (_policy is None or _policy == "auto")):
         return _implicit
+    # A policy configured after the implicit session was opened still applies to later calls.
     policy = _current_policy()
     if policy == "error":
         raise NoSessionError(

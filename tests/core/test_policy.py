@@ -79,6 +79,22 @@ def test_error_policy_raises_naming_the_fix() -> None:
         open_call("node", "n")
 
 
+def test_a_policy_configured_after_the_implicit_session_opened_applies(isolated_home: Path) -> None:
+    assert orphan(1) == 2  # opens the implicit session (policy auto)
+    handle = openprogram.implicit_session()
+    assert handle is not None
+    openprogram.configure(no_session="error")
+    with pytest.raises(openprogram.NoSessionError):  # used to record into the implicit session
+        orphan(2)
+    openprogram.configure(no_session="warn")
+    assert orphan(3) == 4  # runs, unrecorded
+    openprogram.configure(no_session="auto")
+    assert orphan(4) == 5
+    openprogram.flush()
+    calls = [c for c in openprogram.open_store().list_calls(handle.session_id) if c.name == "orphan"]
+    assert [c.output for c in calls] == [2, 5]
+
+
 def test_policies_do_not_apply_inside_a_session(store: openprogram.Store) -> None:
     openprogram.configure(no_session="error")
     with openprogram.session_context(store=store) as h:
