@@ -646,5 +646,8 @@ def dumps(value: Any) -> str:
         text = json.dumps(f"<not encodable: {type(exc).__name__}>")
     limit = _limits.max_chars * 2
     if len(text) > limit:
-        text = json.dumps({"truncated": True, "preview": text[: _limits.max_chars]})
+        preview = text[: _limits.max_chars]
+        text = json.dumps({"truncated": True, "preview": preview})
+        if len(text) > limit:  # quotes and backslashes in the preview doubled when encoded again
+            text = json.dumps({"truncated": True, "preview": preview[: len(preview) // 2]})
     return text

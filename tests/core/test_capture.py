@@ -185,6 +185,16 @@ def test_credentials_quoted_in_error_messages_are_redacted(store: openprogram.St
     )
 
 
+@pytest.mark.parametrize("value", [["\\" * 4096] * 20, ['"' * 4096] * 20, ["\\" * 4096] * 9])
+def test_captures_of_quotes_and_backslashes_stay_under_the_bound(value: Any, store: openprogram.Store) -> None:
+    # Escaping doubles these characters; the last-resort cut once went a few characters over 64 KiB.
+    with openprogram.session_context(store=store) as h:
+        take(value)
+    openprogram.flush()
+    call = one(store, h.session_id, "take")
+    assert len(json.dumps(call.inputs, separators=(",", ":"))) <= 2 * 32 * 1024
+
+
 def test_non_secret_keys_are_kept() -> None:
     kept = capture({"tokens_used": 5, "author": "ann", "max_tokens": 10, "query": "q"})
     # "token" and "auth" inside longer words are secrets only when they are whole words
