@@ -132,6 +132,11 @@ class _GraphStart:
         if exc is not None and isinstance(exc, _graph_interrupt):
             self.scope.exit(None, "interrupted")  # a subgraph pausing for its parent: not an error
             return
+        if exc is not None and isinstance(exc, _parent_command):
+            # A subgraph handing control to its parent (Command(graph=PARENT)): control flow.
+            self.scope.set_attributes(command="parent")
+            self.scope.exit(None)
+            return
         status = "interrupted" if exc is None and self.run.interrupted else None
         self.scope.exit(exc, status)
 
@@ -432,6 +437,9 @@ def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
 
 
 def _end_tool(opened: Opened, exc: BaseException | None, output: Any) -> None:
+    if exc is not None and isinstance(exc, _graph_interrupt):
+        close_call(opened, None, None, "interrupted")  # interrupt() inside the tool: a pause, not an error
+        return
     if exc is None and hasattr(output, "tool_call_id") and hasattr(output, "content"):
         # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
         output = output.content

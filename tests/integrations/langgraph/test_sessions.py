@@ -247,3 +247,50 @@ def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
     assert review.parent_id == sub_graph.call_id
     assert sub_graph.status == "interrupted" and sub_graph.error is None
     assert answered.output == {"resume": "nested"} and answered.name == "outer"
+
+
+def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_not_an_error(store: Any) -> None:
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode
+
+    @tool
+    def ask_human(question: str) -> str:
+        """Ask a human."""
+        return str(interrupt({"question": question}))
+
+    def model(state: dict[str, Any]) -> dict[str, Any]:
+        call = {"name": "ask_human", "args": {"question": "ok?"}, "id": "c1", "type": "tool_call"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    from langgraph.graph import MessagesState
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([ask_human]))
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "tool-pause"}}
+
+    def handoff(state: dict[str, Any]) -> Command[Any]:
+        return Command(graph=Command.PARENT, goto="after", update={"log": ["handoff"]})
+
+    inner = StateGraph(Log)
+    inner.add_node("handoff", handoff)
+    inner.add_edge(START, "handoff")
+    outer = StateGraph(Log)
+    outer.add_node("sub", inner.compile(name="inner"))
+    outer.add_node("after", lambda state: {"log": ["after"]})
+    outer.add_edge(START, "sub")
+    with openprogram.session_context(store=store) as h:
+        graph.invoke({"messages": [("user", "hi")]}, cfg)
+        graph.invoke(Command(resume="yes"), cfg)
+        assert outer.compile().invoke({"log": []})["log"] == ["handoff", "after"]
+    records = calls(store, h.session_id)
+    paused, resumed = [c for c in records if c.kind == "tool" and c.name == "ask_human"]
+    assert (paused.status, paused.error) == ("interrupted", None)  # was "error": GraphInterrupt
+    assert resumed.status == "ok" and resumed.output == "yes"
+    assert one(records, "graph", "inner").status == "ok"  # was "error": ParentCommand
+    assert {c.status for c in records if c.kind != "tool"} <= {"ok", "interrupted"}
