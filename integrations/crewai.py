@@ -551,6 +551,24 @@ def _after_tool(context: Any) -> None:
     return None
 
 
+def _end_escaped(pending: _Pending, exc: BaseException) -> None:
+    """End a tool call whose Ctrl-C, SystemExit or cancellation escapes CrewAI's tool loop.
+
+    CrewAI catches only ``Exception``, so its after-tool hook never runs for these: the call
+    would stay ``running`` (and in the running-calls dict) for good.
+    """
+    try:
+        token, pending.token = pending.token, None
+        if token is not None:
+            try:
+                _pending.reset(token)
+            except ValueError:
+                _pending.set(None)
+        pending.scope.exit(exc)
+    except Exception:
+        _log_once("ending an escaped tool call")
+
+
 def _tool_name(tool: Any) -> str:
     return _short(getattr(tool, "name", None) or type(tool).__name__)
 
@@ -578,6 +596,8 @@ def _wrap_tool_sync(orig: Callable[..., Any]) -> Callable[..., Any]:
             result = orig(self, *args, **kwargs)
         except BaseException as exc:
             pending.error = exc
+            if not isinstance(exc, Exception):
+                _end_escaped(pending, exc)
             raise
         finally:
             pending.claimed = False
@@ -602,6 +622,8 @@ def _wrap_tool_async(orig: Callable[..., Any]) -> Callable[..., Any]:
             result = await orig(self, *args, **kwargs)
         except BaseException as exc:
             pending.error = exc
+            if not isinstance(exc, Exception):
+                _end_escaped(pending, exc)
             raise
         finally:
             pending.claimed = False

@@ -218,6 +218,26 @@ def test_tool_error_is_recorded_and_reaches_crewai(store: Store) -> None:
         assert "bad tool" in str(failing[0].output)
 
 
+@pytest.mark.parametrize("escape", [KeyboardInterrupt, lambda: SystemExit(3)])
+def test_tool_whose_ctrl_c_or_exit_escapes_crewai_is_interrupted(store: Store, escape: Any) -> None:
+    # CrewAI catches only Exception: its after-tool hook never runs for these, and the tool
+    # call used to stay "running" after its crew had ended.
+    class Stops(BaseTool):
+        name: str = "stops"
+        description: str = "stops"
+
+        def _run(self, x: str) -> str:
+            raise escape()
+
+    for native in (True, False):
+        with openprogram.session_context(store=store) as h:
+            with pytest.raises((KeyboardInterrupt, SystemExit)):
+                _crew(native, [("stops", {"x": "1"})], tools=[Stops()]).kickoff()
+        records = calls(store, h.session_id)
+        assert {r.status for r in records if r.kind != "turn"} == {"interrupted"}
+        assert [t.name for t in by_kind(records, "tool")] == ["stops"]
+
+
 def test_cached_tool_and_max_usage(store: Store) -> None:
     limited = Echo(max_usage_count=1)
     steps = [("echo", {"x": "same"}), ("echo", {"x": "same"}), ("echo", {"x": "other"})]
