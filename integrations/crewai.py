@@ -531,16 +531,22 @@ def _before_tool(context: Any) -> None:
     return None
 
 
+def _release(pending: _Pending) -> None:
+    """Uninstall ``pending`` from the current context (once; the call itself is ended by the caller)."""
+    token, pending.token = pending.token, None
+    if token is not None:
+        try:
+            _pending.reset(token)
+        except ValueError:  # ended in another context
+            _pending.set(None)
+
+
 def _after_tool(context: Any) -> None:
     pending = _pending.get()
     if pending is None or pending.token is None or pending.key is not context.tool_input:
         return None  # no before-hook of ours for this call (e.g. instrumented mid-call)
     try:
-        token, pending.token = pending.token, None
-        try:
-            _pending.reset(token)
-        except ValueError:
-            _pending.set(None)
+        _release(pending)
         scope = pending.scope
         scope.set_output(context.tool_result)
         if not pending.ran:
@@ -558,12 +564,7 @@ def _end_escaped(pending: _Pending, exc: BaseException) -> None:
     would stay ``running`` (and in the running-calls dict) for good.
     """
     try:
-        token, pending.token = pending.token, None
-        if token is not None:
-            try:
-                _pending.reset(token)
-            except ValueError:
-                _pending.set(None)
+        _release(pending)
         pending.scope.exit(exc)
     except Exception:
         _log_once("ending an escaped tool call")
