@@ -7,6 +7,7 @@ and no open session records into the session bound to that thread.
 Patched (class- and module-level, so graphs compiled before ``instrument()``
 are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
 ``batch``, ``astream_events`` goes through them) -> ``graph`` calls;
+``astream_events`` (v1/v2) / ``astream_log`` (lazy: they keep the creator's context);
 ``run_with_retry`` / ``arun_with_retry`` as bound in
 ``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``,
 ``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
@@ -16,10 +17,10 @@ payload; a ``Command(resume=...)`` run records one with the answer.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import functools
+import inspect
 import logging
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
@@ -43,17 +44,19 @@ _MARK = "__openprogram_wrapped__"
 
 #: LangGraph's internal nodes (``__start__``, ...): not user code, not recorded.
 _RESERVED = ("__start__", "__end__")
-_MAX_SEEN_INTERRUPTS = 4096
 _PUSH = "__pregel_push"  # langgraph._internal._constants.PUSH: the path head of Send / @task tasks
 
 
 class _Run:
     """Per graph run, shared by its nodes through :data:`_run_var` (a mutable box: nodes copy the context)."""
 
-    __slots__ = ("interrupted",)
+    __slots__ = ("interrupted", "seen_interrupts")
 
-    def __init__(self) -> None:
+    def __init__(self, outer: _Run | None) -> None:
         self.interrupted = False
+        # Interrupt ids already recorded in this run tree: a subgraph's interrupt bubbles through
+        # every enclosing node, so a subgraph run shares the set of the run it is nested in.
+        self.seen_interrupts: set[str] = set() if outer is None else outer.seen_interrupts
 
 
 _run_var: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("openprogram.langgraph.run", default=None)
@@ -63,9 +66,7 @@ _graph_interrupt: tuple[type[BaseException], ...] = ()
 _parent_command: tuple[type[BaseException], ...] = ()
 _command_type: type[Any] | None = None
 
-# Interrupt ids already recorded: a subgraph's interrupt bubbles through every enclosing node.
-_seen_interrupts: collections.OrderedDict[str, None] = collections.OrderedDict()
-_seen_lock = threading.Lock()
+_seen_lock = threading.Lock()  # parallel nodes of one run may pause at once
 
 _logged: set[str] = set()
 
@@ -117,7 +118,7 @@ class _GraphStart:
         name = getattr(graph, "name", None) or type(graph).__name__
         self.scope = call_scope("graph", str(name), framework=FRAMEWORK, inputs={"input": inp},
                                 attributes=attributes)  # fmt: skip
-        self.run = _Run()
+        self.run = _Run(_run_var.get())
         self.token: contextvars.Token[_Run | None] | None = None
 
     def begin(self) -> None:
@@ -260,6 +261,21 @@ def _wrap_astream(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., 
     return astream
 
 
+def _wrap_lazy_events(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``astream_events`` (v1/v2) and ``astream_log``: lazy async generators that call ``astream``
+    only when first iterated, so that ``astream`` would take the iterating context, not the creator's."""
+
+    @functools.wraps(original)
+    def events(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        if _active and inspect.isasyncgen(result):
+            return drive_async_generator(result, contextvars.copy_context())
+        return result  # v3's run stream (drives ``astream`` from the caller) or a coroutine
+
+    setattr(events, _MARK, original)
+    return events
+
+
 # --- nodes and tasks -------------------------------------------------------------
 
 
@@ -300,23 +316,22 @@ def _node_output(task: Any) -> dict[str, Any]:
     return out
 
 
-def _first_sighting(interrupt_id: Any) -> bool:
-    if interrupt_id is None:
+def _first_sighting(run: _Run | None, interrupt_id: Any) -> bool:
+    """True the first time this run tree sees the interrupt (the same id may pause a later run again)."""
+    if interrupt_id is None or run is None:
         return True
-    with _seen_lock:  # parallel nodes may pause at once
-        if interrupt_id in _seen_interrupts:
+    with _seen_lock:
+        if interrupt_id in run.seen_interrupts:
             return False
-        _seen_interrupts[interrupt_id] = None
-        if len(_seen_interrupts) > _MAX_SEEN_INTERRUPTS:
-            _seen_interrupts.popitem(last=False)
+        run.seen_interrupts.add(interrupt_id)
         return True
 
 
-def _record_interrupts(name: str, exc: BaseException) -> None:
+def _record_interrupts(run: _Run | None, name: str, exc: BaseException) -> None:
     for item in exc.args[0] if exc.args else ():
         interrupt_id = getattr(item, "id", None)
-        if not _first_sighting(interrupt_id):
-            continue  # already recorded by the (sub)graph node that raised it
+        if not _first_sighting(run, interrupt_id):
+            continue  # already recorded by the subgraph node that raised it
         inner = call_scope("interrupt", name, framework=FRAMEWORK,
                            inputs={"value": getattr(item, "value", item), "id": interrupt_id}).enter()  # fmt: skip
         inner.exit(None, "interrupted")
@@ -330,7 +345,7 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
             run = _run_var.get()
             if run is not None:
                 run.interrupted = True
-            _record_interrupts(opened[0][4], exc)  # children of this node: it is still current
+            _record_interrupts(run, opened[0][4], exc)  # children of this node: it is still current
             close_call(opened, None, None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
         elif isinstance(exc, _parent_command):
             close_call(opened, attributes={"command": "parent"})  # control flow (Command(graph=PARENT)), not a failure
@@ -506,7 +521,7 @@ class LangGraphIntegration(Integration):
     extra: ClassVar[str] = "langgraph"
 
     def __init__(self) -> None:
-        # (owner, attribute, original): what teardown puts back, exactly.
+        # (owner, attribute, original): what teardown puts back, exactly (None: it was inherited).
         self._patched: list[tuple[Any, str, Any]] = []
 
     def _targets(self) -> list[tuple[Any, str, Callable[[Any], Any]]]:
@@ -516,6 +531,8 @@ class LangGraphIntegration(Integration):
         return [
             (Pregel, "stream", _wrap_stream),
             (Pregel, "astream", _wrap_astream),
+            (Pregel, "astream_events", _wrap_lazy_events),
+            (Pregel, "astream_log", _wrap_lazy_events),
             (_runner, "run_with_retry", _wrap_run_with_retry),
             (_runner, "arun_with_retry", _wrap_arun_with_retry),
             (BaseTool, "run", _wrap_tool_run),
@@ -541,11 +558,12 @@ class LangGraphIntegration(Integration):
         targets = self._targets()
         _graph_interrupt, _parent_command, _command_type = (GraphInterrupt,), (ParentCommand,), Command
         for owner, attribute, wrap in targets:
-            current = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+            own = owner.__dict__.get(attribute) if isinstance(owner, type) else getattr(owner, attribute)
+            current = own if own is not None else getattr(owner, attribute)  # inherited (astream_log)
             if hasattr(current, _MARK):
                 continue  # already ours (instrument() twice wraps once)
             setattr(owner, attribute, wrap(current))
-            self._patched.append((owner, attribute, current))
+            self._patched.append((owner, attribute, own))
         _active = True
 
     def teardown(self) -> None:
@@ -553,4 +571,7 @@ class LangGraphIntegration(Integration):
         _active = False
         while self._patched:
             owner, attribute, original = self._patched.pop()
-            setattr(owner, attribute, original)
+            if original is None:
+                delattr(owner, attribute)  # inherited again
+            else:
+                setattr(owner, attribute, original)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import openprogram
+import pytest
 from conftest import by_kind, calls, one
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -65,6 +66,27 @@ async def test_astream_created_in_a_session_and_iterated_in_a_bare_task(store: A
     assert len(await task) == 2
     assert openprogram.get_current_session() is None
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
+
+
+@pytest.mark.parametrize("entry", ["astream_events v1", "astream_events v2", "astream_log"])
+async def test_lazy_event_streams_keep_their_creators_session(store: Any, entry: str) -> None:
+    graph = chain_graph(("a", "b"))
+    async with openprogram.session_context(store=store) as h:
+        if entry == "astream_log":
+            stream = graph.astream_log({"log": []})
+        else:
+            stream = graph.astream_events({"log": []}, version=entry[-2:])
+    empty = contextvars.Context()  # iterated by a task with none of our context
+
+    async def consume() -> int:
+        return len([chunk async for chunk in stream])
+
+    assert await empty.run(asyncio.get_running_loop().create_task, consume()) > 0
+    assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
+    records = calls(store, h.session_id)
+    graph_call = one(records, "graph", "LangGraph")
+    assert graph_call.status == "ok" and graph_call.parent_id == records[0].call_id
+    assert [n.parent_id for n in by_kind(records, "node")] == [graph_call.call_id] * 2
 
 
 async def test_astream_closed_early_ends_the_graph_call(store: Any) -> None:
@@ -223,6 +245,23 @@ def test_a_thread_bound_in_another_store_continues_there_without_a_session() -> 
     assert [c.kind for c in other.list_calls(h.session_id) if c.kind == "turn"] == ["turn", "turn"]
     default = openprogram.open_store()
     assert "langgraph-bound-elsewhere" not in [s.session_id for s in default.list_sessions()]
+
+
+def test_a_thread_paused_again_at_the_same_interrupt_records_it_each_time() -> None:
+    store = openprogram.open_store("memory://")
+    graph = _review_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "asked-twice"}}
+    with openprogram.session_context(store=store) as first:
+        asked = graph.invoke({"log": []}, config)["__interrupt__"][0]
+        again = graph.invoke(None, config)["__interrupt__"][0]  # re-run: the same interrupt id
+        assert again.id == asked.id
+    with openprogram.session_context(store=store) as second:
+        graph.invoke(None, config)
+    openprogram.flush()
+    for handle, expected in ((first, 2), (second, 1)):
+        interrupts = by_kind(store.list_calls(handle.session_id), "interrupt")
+        assert [i.inputs["id"] for i in interrupts] == [asked.id] * expected
+        assert {i.status for i in interrupts} == {"interrupted"}
 
 
 def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:

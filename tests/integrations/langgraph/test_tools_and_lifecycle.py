@@ -9,7 +9,7 @@ import openprogram
 import pytest
 from conftest import by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _runner
@@ -103,6 +103,7 @@ def _saver() -> Any:
 
 PATCHED = [(Pregel, "stream"), (Pregel, "astream"), (_runner, "run_with_retry"), (_runner, "arun_with_retry"),
            (BaseTool, "run"), (BaseTool, "arun")]  # fmt: skip
+LAZY = ("astream_events", "astream_log")  # Pregel's own in newer langgraph, Runnable's in older
 
 
 def _current() -> list[Any]:
@@ -111,7 +112,13 @@ def _current() -> list[Any]:
 
 def test_uninstrument_restores_every_attribute_exactly() -> None:
     wrapped = _current()
+    lazy = {name: vars(Pregel)[name].__openprogram_wrapped__ for name in LAZY}
     openprogram.uninstrument()
+    for name, original in lazy.items():
+        if original is getattr(Runnable, name):  # inherited: the wrapper is removed, not replaced
+            assert name not in vars(Pregel)
+        else:
+            assert vars(Pregel)[name] is original
     originals = _current()
     assert all(getattr(o, "__openprogram_wrapped__", None) is None for o in originals)
     assert all(getattr(w, "__openprogram_wrapped__", None) is o for w, o in zip(wrapped, originals, strict=True))
@@ -121,6 +128,7 @@ def test_uninstrument_restores_every_attribute_exactly() -> None:
 
 
 def test_instrument_twice_wraps_once(store: Any) -> None:
+    assert vars(Pregel)["astream_log"].__openprogram_wrapped__ is Runnable.astream_log
     before = _current()
     assert openprogram.instrument("langgraph") == {"langgraph"}
     assert openprogram.instrument() >= {"langgraph"}
