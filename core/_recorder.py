@@ -21,7 +21,16 @@ from ._context import NoSessionError, SessionHandle, call_var, session_var
 from ._ids import new_call_id
 from ._writer import inflight, queue
 
-__all__ = ["begin_call", "call_scope", "close_call", "describe_error", "end_call", "open_call", "status_of"]
+__all__ = [
+    "begin_call",
+    "call_scope",
+    "close_call",
+    "describe_error",
+    "end_call",
+    "open_call",
+    "register_control_flow",
+    "status_of",
+]
 
 logger = logging.getLogger("openprogram")
 
@@ -29,15 +38,42 @@ _INTERRUPTING = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit, Syste
 _MAX_ERROR = 4096
 
 
+# A framework's control-flow exceptions (a human-in-the-loop pause, a hand-off to a parent
+# graph), registered by its adapter: the status a call ends with when one passes through it.
+_control_flow: dict[type[BaseException], str] = {}
+_CONTROL_FLOW: tuple[type[BaseException], ...] = ()
+
+
+def register_control_flow(exc_type: type[BaseException], status: str) -> None:
+    """Record a call through which ``exc_type`` (or a subclass) passes as ``status``, without an error.
+
+    For exceptions a framework raises to steer a run rather than to fail it: a call
+    paused by a human-in-the-loop interrupt is ``interrupted``; one that handed control
+    elsewhere is ``ok``. Applies to every recorded call, ``@openprogram.tool`` included.
+    """
+    global _CONTROL_FLOW
+    if status not in ("ok", "interrupted"):
+        raise ValueError(f"a control-flow status is 'ok' or 'interrupted', not {status!r}")
+    _control_flow[exc_type] = status
+    _CONTROL_FLOW = tuple(_control_flow)
+
+
 def status_of(exc: BaseException | None) -> str:
-    """``ok``, ``interrupted`` (cancellation, Ctrl-C, generator close) or ``error``."""
+    """``ok``, ``interrupted`` (cancellation, Ctrl-C, generator close, a registered pause) or ``error``."""
     if exc is None:
         return "ok"
-    return "interrupted" if isinstance(exc, _INTERRUPTING) else "error"
+    if isinstance(exc, _INTERRUPTING):
+        return "interrupted"
+    if _CONTROL_FLOW and isinstance(exc, _CONTROL_FLOW):
+        # The most specific registration wins (a subclass may be registered apart from its base).
+        return next(_control_flow[kind] for kind in type(exc).__mro__ if kind in _control_flow)
+    return "error"
 
 
-def describe_error(exc: BaseException) -> str:
-    """``Type: message``, bounded and never raising."""
+def describe_error(exc: BaseException) -> str | None:
+    """``Type: message``, bounded and never raising; None for registered control flow (not an error)."""
+    if _CONTROL_FLOW and isinstance(exc, _CONTROL_FLOW):
+        return None
     try:
         text = f"{type(exc).__qualname__}: {exc}"
     except Exception:

@@ -227,7 +227,10 @@ def _op_wrapper({parameters}):
     except _op_BaseException as _op_exc:
         _op_reset_call(_op_token)
         del _op_running[_op_n]
-        _op_extend(_op_rec + (_op_status_of(_op_exc), None, _op_describe_error(_op_exc), _op_time()))
+        try:
+            _op_extend(_op_rec + (_op_status_of(_op_exc), None, _op_describe_error(_op_exc), _op_time()))
+        except _op_RecursionError:  # no stack left to describe it: its type, and the user's exception goes on
+            _op_extend(_op_rec + ("error", None, _op_type(_op_exc).__qualname__, _op_time()))
         raise
     _op_reset_call(_op_token)
     del _op_running[_op_n]
@@ -276,7 +279,7 @@ def _fast_sync(
         "_op_shape": parameter_shape(names),  # kept in the record instead of the names: the writer needs no lookup
         "_op_time": time.time, "_op_status_of": status_of, "_op_describe_error": describe_error,
         "_op_capture_json": capture_json, "_op_slow": _slow_sync, "_op_names": names, "_op_missing": _MISSING,
-        "_op_next": next, "_op_type": type, "_op_BaseException": BaseException,
+        "_op_next": next, "_op_type": type, "_op_BaseException": BaseException, "_op_RecursionError": RecursionError,
     }  # fmt: skip
     slow = "_op_slow(_op_func, _op_name, _op_names, 0, False, {args}, {kwargs})"
     if params is None:
@@ -345,10 +348,14 @@ def _slow_sync(func: Callable[..., Any], name: str, names: tuple[str, ...], skip
     try:
         result = func(*args, **kwargs)
     except BaseException as exc:
-        _reset(call_var, c_token)
+        call_var.reset(c_token)  # a sync call ends in the context it began in
         if s_token is not None:
-            _reset(session_var, s_token)
-        _finish(rec, exc, None)
+            session_var.reset(s_token)
+        try:
+            _finish(rec, exc, None)
+        except RecursionError:  # no stack left to describe it: its type, and the user's exception goes on
+            if inflight.pop(rec[0], None) is not None:
+                queue.extend(rec + ("error", None, type(exc).__qualname__, time.time()))
         raise
     _reset(call_var, c_token)
     if s_token is not None:

@@ -30,7 +30,7 @@ from openprogram._capture import json_string
 from openprogram._context import NoSessionError
 from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
-from openprogram._recorder import Opened, call_scope, close_call, open_call
+from openprogram._recorder import Opened, call_scope, close_call, open_call, register_control_flow
 from openprogram._session import session_context, session_for_run
 from openprogram._tool import records_itself
 
@@ -452,9 +452,7 @@ def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
 
 
 def _end_tool(opened: Opened, exc: BaseException | None, output: Any) -> None:
-    if exc is not None and isinstance(exc, _graph_interrupt):
-        close_call(opened, None, None, "interrupted")  # interrupt() inside the tool: a pause, not an error
-        return
+    # interrupt() inside the tool (GraphInterrupt) ends it "interrupted": registered control flow.
     if exc is None and hasattr(output, "tool_call_id") and hasattr(output, "content"):
         # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
         output = output.content
@@ -557,6 +555,9 @@ class LangGraphIntegration(Integration):
 
         targets = self._targets()
         _graph_interrupt, _parent_command, _command_type = (GraphInterrupt,), (ParentCommand,), Command
+        # For every recorded call they pass through, @openprogram.tool functions included:
+        register_control_flow(GraphInterrupt, "interrupted")  # a human-in-the-loop pause
+        register_control_flow(ParentCommand, "ok")  # a hand-off to the parent graph
         for owner, attribute, wrap in targets:
             own = owner.__dict__.get(attribute) if isinstance(owner, type) else getattr(owner, attribute)
             current = own if own is not None else getattr(owner, attribute)  # inherited (astream_log)

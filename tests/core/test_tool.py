@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 import os
+import sys
 import threading
 import typing
 import warnings
@@ -299,6 +300,90 @@ def test_user_exception_propagates_as_same_object(store: openprogram.Store) -> N
     assert all(c.output is None for c in failed)
     g = one(store, h.session_id, "gen_fails")
     assert (g.status, g.error) == ("error", "KeyError: 'missing'")
+
+
+class _Pause(Exception):
+    pass
+
+
+class _Handoff(_Pause):
+    pass
+
+
+def test_registered_control_flow_is_not_an_error(store: openprogram.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from openprogram import _recorder
+
+    monkeypatch.setattr(_recorder, "_control_flow", {})  # process-wide: restored after the test
+    monkeypatch.setattr(_recorder, "_CONTROL_FLOW", ())
+    _recorder.register_control_flow(_Pause, "interrupted")
+    _recorder.register_control_flow(_Handoff, "ok")  # a subclass registered apart: its own status
+    with pytest.raises(ValueError, match="'ok' or 'interrupted'"):
+        _recorder.register_control_flow(KeyError, "error")
+    pause, handoff = _Pause("waiting for a human"), _Handoff("to the parent")
+
+    @openprogram.tool
+    def steer(exc: BaseException) -> None:
+        raise exc
+
+    @openprogram.tool
+    def steer_later() -> Iterator[int]:
+        yield 1
+        raise pause
+
+    with openprogram.session_context(store=store) as h:
+        for exc in (pause, handoff):
+            with pytest.raises(_Pause) as info:
+                steer(exc)
+            assert info.value is exc
+        with pytest.raises(_Pause):
+            list(steer_later())
+        with pytest.raises(_Pause), openprogram.call_scope("node", "scoped"):
+            raise pause
+    records = calls_by_name(store, h.session_id)
+    assert [(c.status, c.error) for c in records["steer"]] == [("interrupted", None), ("ok", None)]
+    for name in ("steer_later", "scoped"):
+        record = one(store, h.session_id, name)
+        assert (record.status, record.error) == ("interrupted", None)
+
+
+class _Deep(Exception):
+    pass
+
+
+@pytest.mark.parametrize("path", ["compiled", "general"])
+def test_a_tool_failing_near_the_recursion_limit_raises_its_own_exception(store: openprogram.Store, path: str) -> None:
+    # Called at every depth up to the limit: somewhere the wrapper's error path has no stack left.
+    raised: list[BaseException] = []
+
+    @openprogram.tool
+    def fails(x: object) -> None:
+        try:
+            error = _Deep(x)
+        except RecursionError as own:  # the function itself ran out of stack: that is its exception
+            raised.append(own)
+            raise
+        raised.append(error)
+        raise error
+
+    def at_depth(n: int) -> None:
+        if n:
+            return at_depth(n - 1)
+        return fails(1) if path == "compiled" else fails(x=[1])
+
+    replaced = ran = 0
+    with openprogram.session_context(store=store) as h:
+        for depth in range(sys.getrecursionlimit()):
+            raised.clear()
+            try:
+                at_depth(depth)
+            except BaseException as exc:  # what reached the caller
+                ran += bool(raised)
+                replaced += bool(raised) and exc is not raised[-1]
+        assert call_var.get() == h.root_call_id
+    assert ran > 900 and replaced == 0
+    failed = calls_by_name(store, h.session_id)["fails"]
+    assert len(failed) == ran and {c.status for c in failed} == {"error"}
+    assert all(c.error and c.error.startswith(("_Deep", "RecursionError")) for c in failed)
 
 
 async def test_async_user_exception_same_object(store: openprogram.Store) -> None:

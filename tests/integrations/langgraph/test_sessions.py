@@ -288,29 +288,34 @@ def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
     assert answered.output == {"resume": "nested"} and answered.name == "outer"
 
 
-def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_not_an_error(store: Any) -> None:
+def _tool_pause_graph(asking_tool: Any) -> Any:
+    """A model turn calling ``asking_tool`` (which interrupts) through a ToolNode."""
     from langchain_core.messages import AIMessage
-    from langchain_core.tools import tool
+    from langgraph.graph import MessagesState
     from langgraph.prebuilt import ToolNode
+
+    def model(state: dict[str, Any]) -> dict[str, Any]:
+        call = {"name": asking_tool.name, "args": {"question": "ok?"}, "id": "c1", "type": "tool_call"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([asking_tool]))
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_not_an_error(store: Any) -> None:
+    from langchain_core.tools import tool
 
     @tool
     def ask_human(question: str) -> str:
         """Ask a human."""
         return str(interrupt({"question": question}))
 
-    def model(state: dict[str, Any]) -> dict[str, Any]:
-        call = {"name": "ask_human", "args": {"question": "ok?"}, "id": "c1", "type": "tool_call"}
-        return {"messages": [AIMessage("", tool_calls=[call])]}
-
-    from langgraph.graph import MessagesState
-
-    g = StateGraph(MessagesState)
-    g.add_node("model", model)
-    g.add_node("tools", ToolNode([ask_human]))
-    g.add_edge(START, "model")
-    g.add_edge("model", "tools")
-    g.add_edge("tools", END)
-    graph = g.compile(checkpointer=InMemorySaver())
+    graph = _tool_pause_graph(ask_human)
     cfg = {"configurable": {"thread_id": "tool-pause"}}
 
     def handoff(state: dict[str, Any]) -> Command[Any]:
@@ -333,3 +338,22 @@ def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_no
     assert resumed.status == "ok" and resumed.output == "yes"
     assert one(records, "graph", "inner").status == "ok"  # was "error": ParentCommand
     assert {c.status for c in records if c.kind != "tool"} <= {"ok", "interrupted"}
+
+
+def test_interrupt_inside_an_openprogram_tool_under_a_langchain_tool_is_a_pause(store: Any) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    @openprogram.tool
+    def confirm(question: str) -> str:
+        """Ask a human to confirm."""
+        return str(interrupt({"question": question}))
+
+    graph = _tool_pause_graph(confirm)
+    cfg = {"configurable": {"thread_id": "openprogram-tool-pause"}}
+    with openprogram.session_context(store=store) as h:
+        graph.invoke({"messages": [("user", "hi")]}, cfg)
+        graph.invoke(Command(resume="confirmed"), cfg)
+    paused, resumed = [c for c in calls(store, h.session_id) if c.kind == "tool"]  # recorded once each: by itself
+    assert (paused.name, paused.status, paused.error) == ("confirm", "interrupted", None)  # was "error"
+    assert (resumed.status, resumed.output) == ("ok", "confirmed")
