@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import functools
+import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
@@ -25,15 +26,37 @@ def propagate(fn: Callable[P, R]) -> Callable[P, R]:
 
     Use it for a ``threading.Thread`` target, ``executor.submit`` or
     ``loop.run_in_executor``. Each run gets its own copy of that context, so the
-    wrapped function may run many times, even concurrently.
+    wrapped function may run many times, even concurrently. An ``async def``,
+    generator or async generator function keeps its kind, and its body runs in
+    that context at every step, wherever it is awaited or iterated (another
+    thread's event loop, a task of another session).
     """
     context = contextvars.copy_context()
+    wrapper: Callable[..., Any]
+    if inspect.iscoroutinefunction(fn):
 
-    @functools.wraps(fn)
-    def run_in_context(*args: P.args, **kwargs: P.kwargs) -> R:
-        return context.copy().run(fn, *args, **kwargs)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = context.copy()
+            return await _in_context(run, run.run(fn, *args, **kwargs))
 
-    return run_in_context
+    elif inspect.isasyncgenfunction(fn):
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = context.copy()
+            return drive_async_generator(run.run(fn, *args, **kwargs), run)
+
+    elif inspect.isgeneratorfunction(fn):
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = context.copy()
+            return drive_generator(run.run(fn, *args, **kwargs), run)
+
+    else:
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return context.copy().run(fn, *args, **kwargs)
+
+    return functools.wraps(fn)(wrapper)  # type: ignore[return-value]
 
 
 class ContextThreadPoolExecutor(concurrent.futures.ThreadPoolExecutor):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import openprogram
 import pytest
@@ -35,6 +38,44 @@ def test_propagate_into_a_thread(store: openprogram.Store) -> None:
         spawner()
     assert results == ["prop/t"]
     assert one(store, "prop", "leaf").parent_id == one(store, "prop", "spawner").call_id
+
+
+def test_propagate_keeps_async_and_generator_functions_in_context(store: openprogram.Store) -> None:
+    results: list[str] = []
+
+    async def coroutine() -> None:
+        await asyncio.sleep(0)
+        results.append(leaf("coroutine"))
+
+    def generator() -> Iterator[str]:
+        yield leaf("generator 1")
+        yield leaf("generator 2")
+
+    async def async_generator() -> AsyncIterator[str]:
+        yield leaf("async generator 1")
+        await asyncio.sleep(0)
+        yield leaf("async generator 2")
+
+    async def drain(stream: AsyncIterator[str]) -> None:
+        results.extend([item async for item in stream])
+
+    @openprogram.tool
+    def spawner() -> tuple[Any, ...]:
+        return tuple(openprogram.propagate(fn) for fn in (coroutine, generator, async_generator))
+
+    with openprogram.session_context("kinds", store=store):
+        bound = spawner()
+    assert [inspect.iscoroutinefunction(bound[0]), inspect.isfunction(bound[1])] == [True, True]
+    # Run where no session is: a plain thread, each with its own event loop.
+    for target in (lambda: asyncio.run(bound[0]()), lambda: results.extend(bound[1]()),
+                   lambda: asyncio.run(drain(bound[2]()))):  # fmt: skip
+        worker = threading.Thread(target=target)
+        worker.start()
+        worker.join()
+    assert results == [f"kinds/{tag}" for tag in ("coroutine", "generator 1", "generator 2", "async generator 1",
+                                                  "async generator 2")]  # fmt: skip
+    spawned = one(store, "kinds", "spawner")
+    assert [c.parent_id for c in calls_by_name(store, "kinds")["leaf"]] == [spawned.call_id] * 5
 
 
 def test_propagated_function_runs_many_times_concurrently(store: openprogram.Store) -> None:
