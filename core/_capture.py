@@ -133,6 +133,22 @@ def redact_text(text: str) -> str:
     return text
 
 
+# ``name=value`` / ``name: value`` inside an object's repr (``Config(api_key='...')``, ``<Conn password=x>``).
+_REPR_FIELD: Final = re.compile(
+    r"""([A-Za-z_][A-Za-z0-9_-]*)(['"]?\s*[=:]\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s,;)>\]}]+)"""
+)
+
+
+def _redact_field(match: re.Match[str]) -> str:
+    name, sep, _value = match.groups()
+    return f"{name}{sep}{REDACTED}" if is_secret_key(name) else match.group(0)
+
+
+def redact_repr(text: str) -> str:
+    """An object's repr with the values of secret-named fields and credential-looking values redacted."""
+    return redact_error_text(_REPR_FIELD.sub(_redact_field, text))
+
+
 class _Budget:
     __slots__ = ("left",)
 
@@ -147,7 +163,7 @@ def _describe(value: object, lim: Limits) -> str:
         return f"<{type(value).__qualname__} object (repr failed)>"
     if not isinstance(text, str):
         return f"<{type(value).__qualname__} object>"
-    return _clip(text, lim.max_string)
+    return _clip(redact_repr(text), lim.max_string)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -168,6 +168,23 @@ def test_secret_keys_spelled_with_acronyms_or_plurals_are_redacted() -> None:
     assert "hunter2" not in capture_json({"config": [{"user": "bob", "SMTPPassword": "hunter2"}]})
 
 
+class _Connection:
+    """An object the capture can only describe by its repr."""
+
+    def __init__(self, **fields: str) -> None:
+        self.fields = fields
+
+    def __repr__(self) -> str:
+        return "Connection(" + ", ".join(f"{k}={v!r}" for k, v in self.fields.items()) + ")"
+
+
+def test_secret_fields_in_an_objects_repr_are_redacted() -> None:
+    conn = _Connection(host="db", apiKey="k-1234567", dbPassword="hunter2", note="Bearer abcdefgh12345678")
+    for text in (capture_json({"conn": conn}), capture_json([conn]), dumps(capture(conn))):
+        assert "k-1234567" not in text and "hunter2" not in text and "abcdefgh12345678" not in text
+        assert "host='db'" in text and f"apiKey={REDACTED}" in text
+
+
 def test_credentials_quoted_in_error_messages_are_redacted(store: openprogram.Store) -> None:
     key = "sk-" + "A1b2" * 8
 
