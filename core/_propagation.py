@@ -56,7 +56,7 @@ def propagate(fn: Callable[P, R]) -> Callable[P, R]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             return context.copy().run(fn, *args, **kwargs)
 
-    return functools.wraps(fn)(wrapper)  # type: ignore[return-value]
+    return functools.wraps(fn)(wrapper)
 
 
 class ContextThreadPoolExecutor(concurrent.futures.ThreadPoolExecutor):
