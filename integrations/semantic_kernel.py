@@ -23,7 +23,10 @@ was running when it started. The hooks:
   share one runtime (SK alone runs handlers in the context of ``runtime.start()``).
 
 Streaming bodies (async generators iterated after the filter returned) get the
-session and their call re-installed around each step. Errors in this module are
+session and their call re-installed around each step. ``Kernel.invoke_stream`` /
+``invoke_prompt_stream`` are wrapped so that closing one early ends the function
+streams under it at once (SK never closes them; they would stay running until a
+garbage-collection pass). Errors in this module are
 logged on the ``openprogram`` logger and never raised into SK; the user's
 exceptions pass through unchanged.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import threading
@@ -42,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
-from openprogram._propagation import propagate
+from openprogram._propagation import drive_async_generator, propagate
 from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
@@ -75,6 +79,11 @@ _auto_call: ContextVar[tuple[Any, str] | None] = ContextVar("openprogram.sk.auto
 # is not recorded separately: the prompt function is that chat/prompt call, and
 # the functions the model asks for become its children.
 _prompt_calls: set[str] = set()
+# The function streams opened under the kernel stream (``Kernel.invoke_stream`` /
+# ``invoke_prompt_stream``) being iterated. SK iterates a function's stream with ``async for``
+# and never closes it, so a consumer closing the kernel stream early would leave them running
+# until a garbage-collection pass: the kernel stream's wrapper closes them.
+_kernel_streams: ContextVar[list[_Stream] | None] = ContextVar("openprogram.sk.kernel_streams", default=None)
 # The group chat whose invoke is running, so a nested invoke is not recorded twice.
 _group_chat: ContextVar[int | None] = ContextVar("openprogram.sk.group_chat", default=None)
 
@@ -96,7 +105,7 @@ def _log_once(what: str) -> None:
 class _Stream:
     """A call that stays open while a generator produced under it is iterated."""
 
-    __slots__ = ("count", "handle", "items", "rec", "text")
+    __slots__ = ("count", "ended", "handle", "items", "rec", "source", "text")
 
     def __init__(self, handle: SessionHandle, rec: tuple[Any, ...]) -> None:
         self.handle = handle
@@ -104,6 +113,8 @@ class _Stream:
         self.items: list[Any] = []
         self.count = 0
         self.text: list[str] | None = None
+        self.ended = False
+        self.source: AsyncGenerator[Any, Any] | Generator[Any, Any, Any] | None = None  # the traced generator
 
     def add(self, item: Any) -> None:
         self.count += 1
@@ -122,6 +133,7 @@ class _Stream:
         return {"yielded": self.items, "count": self.count}
 
     def end(self, exc: BaseException | None) -> None:
+        self.ended = True
         _prompt_calls.discard(self.rec[0])
         try:
             end_call(self.rec, exc, self.output())
@@ -288,6 +300,10 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
             stream = _detach(opened)
             if result is not None:
                 result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
+                stream.source = result.value
+                scope = _kernel_streams.get()
+                if scope is not None:
+                    scope.append(stream)  # ended by the kernel stream if its consumer closes it early
             return
         _prompt_calls.discard(call_id)
         output = _function_output(context)
@@ -440,6 +456,49 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             await inner.aclose()  # also when closed early
 
     return _wraps(get_streaming_chat_message_contents, original)
+
+
+async def _close_streams(scope: list[_Stream], exc: BaseException | None) -> None:
+    for stream in scope:
+        if stream.ended:
+            continue
+        source = stream.source
+        try:
+            if inspect.isasyncgen(source):
+                await source.aclose()  # GeneratorExit at its yield: closes the function's generator, ends the call
+            elif inspect.isgenerator(source):
+                source.close()
+        except Exception:
+            _log_once("closing a function stream left open")
+        if not stream.ended:  # never started: nothing was suspended to close
+            stream.end(exc if exc is not None else GeneratorExit())
+
+
+async def _scoped_kernel_stream(agen: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
+    scope: list[_Stream] = []
+    _kernel_streams.set(scope)  # in the context this generator is driven in, not the consumer's
+    exc: BaseException | None = None
+    try:
+        async for item in agen:
+            yield item
+    except BaseException as error:
+        exc = error
+        raise
+    finally:
+        try:
+            await agen.aclose()
+        finally:
+            await _close_streams(scope, exc)
+
+
+def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+        agen = original(self, *args, **kwargs)
+        if not _active or _kernel_streams.get() is not None or not inspect.isasyncgen(agen):
+            return agen  # nested under a kernel stream already scoped: that one closes what is left
+        return drive_async_generator(_scoped_kernel_stream(agen), contextvars.copy_context())
+
+    return _wraps(invoke_stream, original)
 
 
 def _agent_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -651,11 +710,14 @@ class SemanticKernelIntegration(Integration):
     def _targets(self) -> list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
         from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
         from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
+        from semantic_kernel.kernel import Kernel
 
         targets: list[tuple[type, str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
             (KernelFilterExtension, "construct_call_stack", _wrap_construct_call_stack),
             (ChatCompletionClientBase, "get_chat_message_contents", _wrap_chat),
             (ChatCompletionClientBase, "get_streaming_chat_message_contents", _wrap_chat_stream),
+            (Kernel, "invoke_stream", _wrap_kernel_stream),
+            (Kernel, "invoke_prompt_stream", _wrap_kernel_stream),
         ]
         try:
             from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent

@@ -185,6 +185,28 @@ async def test_invoke_prompt_stream_with_auto_calls(store: Any, instrumented: No
     assert {s[2] for s in weather.seen} == {r.call_id for r in functions}
 
 
+@pytest.mark.parametrize("kind", ["native", "prompt"])
+async def test_kernel_stream_closed_early_ends_its_function_at_once(store: Any, instrumented: None, kind: str) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([], "one two three four five"))
+    kernel, weather = make_kernel(service)
+    async with openprogram.session_context(store=store) as h:
+        if kind == "native":
+            stream = kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
+        else:
+            stream = kernel.invoke_prompt_stream("weather?")
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert openprogram.current_call_id() == h.root_call_id
+        openprogram.flush()
+        # No loop turn, no garbage collection: SK alone leaves the function's stream running until then.
+        function = next(r for r in store.list_calls(h.session_id) if r.kind == "function")
+        assert (function.status, function.ended_at is not None) == ("interrupted", True)
+    if kind == "native":
+        assert function.output == {"yielded": ["w0"], "count": 1}
+        assert weather.seen == [("words 0", h.session_id, function.call_id)]
+
+
 async def test_prompt_template_calling_native_function(store: Any, instrumented: None) -> None:
     service = ScriptedChatService(default_step=tools_then_answer([], "templated"))
     kernel, _ = make_kernel(service)
@@ -254,6 +276,8 @@ async def test_uninstrument_restores(store: Any) -> None:
     targets = [
         (KernelFilterExtension, "construct_call_stack"),
         (ChatCompletionClientBase, "get_chat_message_contents"),
+        (Kernel, "invoke_stream"),
+        (Kernel, "invoke_prompt_stream"),
         (ChatCompletionAgent, "invoke"),
         (InProcessRuntime, "_process_send"),
         (SendMessageEnvelope, "__init__"),
