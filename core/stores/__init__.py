@@ -1,7 +1,9 @@
 """Stores: where sessions are kept. ``open_store`` picks a backend from a URL.
 
 ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (or a bare path),
-``memory://`` (``memory://name`` is shared by name within the process) and
+``memory://`` (``memory://name`` is shared by name within the process; an unnamed
+one is new at each ``open_store("memory://")``, but as the default store, set by
+``OPENPROGRAM_STORE=memory://``, it is one store for the process) and
 ``postgresql://...`` (needs ``openprogram[postgres]``). With no URL, the
 ``OPENPROGRAM_STORE`` environment variable wins, else
 ``$OPENPROGRAM_HOME/sessions.db`` (``~/.openprogram``); the environment is read
@@ -82,7 +84,8 @@ def open_store(url: str | os.PathLike[str] | Store | None = None) -> Store:
 
     Opening is lazy: nothing touches the disk or network until the first read
     or write, so an unusable store never fails here. The same URL returns the
-    same store object within a process (``memory://`` without a name is always new).
+    same store object within a process (``memory://`` without a name is always new,
+    except as the default store: one for the process, so a session continues in it).
     """
     if isinstance(url, Store):
         return url
@@ -91,8 +94,8 @@ def open_store(url: str | os.PathLike[str] | Store | None = None) -> Store:
     if not sep:
         scheme = "sqlite"
     scheme = scheme.lower()
-    if scheme == "memory" and text.rstrip("/") == "memory:":
-        return _backend("memory", text)(text)
+    if scheme == "memory" and text.rstrip("/") == "memory:" and url is not None:
+        return _backend("memory", text)(text)  # a throwaway store, each time
     if scheme == "sqlite":
         from .sqlite import path_from_url
 

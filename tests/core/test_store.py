@@ -75,6 +75,17 @@ def test_openprogram_store_overrides_home(tmp_path: Path, monkeypatch: pytest.Mo
     assert not (isolated_home / "sessions.db").exists()
 
 
+def test_a_default_memory_store_is_one_store_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_STORE", "memory://")
+    with openprogram.session_context() as first:
+        ping(1)
+    with openprogram.session_context(first.session_id) as again:  # continues: the same store
+        ping(2)
+    assert not again.created and again.store is first.store is openprogram.open_store()
+    assert [c.output for c in openprogram.open_store().list_calls(first.session_id) if c.kind == "tool"] == [1, 2]
+    assert openprogram.open_store("memory://") is not openprogram.open_store("memory://")  # opened by URL: a throwaway
+
+
 def test_relative_sqlite_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     store = openprogram.open_store("sqlite:///rel/x.db")
