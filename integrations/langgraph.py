@@ -307,12 +307,23 @@ def _begin_node(task: Any) -> Opened | None:
         return None
 
 
-def _node_output(task: Any) -> dict[str, Any]:
+# LangGraph's bookkeeping channels (``__pregel_*``, a resumed interrupt's answers, an
+# entrypoint's saved value) and routing markers (``branch:to:x``: None): not a node's output.
+_BOOKKEEPING = ("__pregel", "branch:", "__resume__", "__previous__")
+# Where the functional API puts a return value: an @task's, an @entrypoint's.
+_RETURNS = ("__return__", "__end__")
+
+
+def _node_output(task: Any) -> Any:
+    """What the node wrote, by channel; an @task's or @entrypoint's return value as itself."""
     out: dict[str, Any] = {}
     for channel, value in task.writes:
-        # Skip LangGraph's bookkeeping channels (``__pregel_*``) and routing markers (``branch:to:x``: None).
-        if not channel.startswith(("__pregel", "branch:")):
+        if not channel.startswith(_BOOKKEEPING):
             out[channel] = value
+    if len(out) == 1:
+        for channel in _RETURNS:
+            if channel in out:
+                return out[channel]
     return out
 
 

@@ -163,6 +163,7 @@ def test_functional_api_entrypoint_and_tasks(store: Any) -> None:
     tasks = [c for c in by_kind(records, "node") if c.name == "double"]
     assert len(tasks) == 3 and all(t.parent_id == entry.call_id for t in tasks)
     assert seen == [("task", h.session_id)] * 3
+    assert (entry.output, sorted(t.output for t in tasks)) == (12, [2, 4, 6])  # the return values themselves
 
 
 @pytest.mark.skipif(

@@ -357,3 +357,19 @@ def test_interrupt_inside_an_openprogram_tool_under_a_langchain_tool_is_a_pause(
     paused, resumed = [c for c in calls(store, h.session_id) if c.kind == "tool"]  # recorded once each: by itself
     assert (paused.name, paused.status, paused.error) == ("confirm", "interrupted", None)  # was "error"
     assert (resumed.status, resumed.output) == ("ok", "confirmed")
+
+
+def test_an_entrypoint_resumed_after_an_interrupt_records_its_return_value(store: Any) -> None:
+    from langgraph.func import entrypoint
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def approve(draft: str) -> str:
+        return f"{draft}: {interrupt('approve?')}"
+
+    cfg = {"configurable": {"thread_id": "entrypoint-resume"}}
+    with openprogram.session_context(store=store) as h:
+        approve.invoke("plan", cfg)
+        assert approve.invoke(Command(resume="yes"), cfg) == "plan: yes"
+    paused, resumed = [c for c in calls(store, h.session_id) if c.kind == "node"]
+    assert (paused.status, paused.output) == ("interrupted", None)
+    assert (resumed.status, resumed.output) == ("ok", "plan: yes")  # not {"__resume__": ..., "__end__": ...}
