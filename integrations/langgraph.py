@@ -13,6 +13,8 @@ are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
 ``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
 ``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
 payload; a ``Command(resume=...)`` run records one with the answer.
+``PregelLoop.tick`` / ``after_tick``: a static breakpoint (``interrupt_before`` /
+``interrupt_after``) records an ``interrupt`` call named after its nodes.
 """
 
 from __future__ import annotations
@@ -276,6 +278,57 @@ def _wrap_lazy_events(original: Callable[..., Any]) -> Callable[..., Any]:
     return events
 
 
+def _record_breakpoint(when: str, names: list[str]) -> None:
+    """A static breakpoint (``interrupt_before`` / ``interrupt_after``) paused the run."""
+    run = _run_var.get()
+    if run is not None:
+        run.interrupted = True
+    name = ",".join(names) or "breakpoint"
+    call_scope("interrupt", name, framework=FRAMEWORK, inputs={"breakpoint": when}).enter().exit(None, "interrupted")
+
+
+def _wrap_tick(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def tick(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        except _graph_interrupt:
+            if _active and getattr(self, "status", None) == "interrupt_before":
+                try:
+                    _record_breakpoint("before", [t.name for t in self.tasks.values()])
+                except Exception:
+                    _log_once("tick (recording a breakpoint)")
+            raise
+
+    setattr(tick, _MARK, original)
+    return tick
+
+
+def _wrap_after_tick(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def after_tick(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The nodes that just ran (newer LangGraph moves on to the next step's before pausing after them).
+        ran: list[str] | None = None
+        if _active:
+            try:
+                if self.interrupt_after:
+                    ran = [t.name for t in self.tasks.values()]
+            except Exception:
+                _log_once("after_tick (reading the step's nodes)")
+        try:
+            return original(self, *args, **kwargs)
+        except _graph_interrupt:
+            if ran is not None and getattr(self, "status", None) == "interrupt_after":
+                try:
+                    _record_breakpoint("after", ran)
+                except Exception:
+                    _log_once("after_tick (recording a breakpoint)")
+            raise
+
+    setattr(after_tick, _MARK, original)
+    return after_tick
+
+
 # --- nodes and tasks -------------------------------------------------------------
 
 
@@ -535,9 +588,11 @@ class LangGraphIntegration(Integration):
 
     def _targets(self) -> list[tuple[Any, str, Callable[[Any], Any]]]:
         from langchain_core.tools import BaseTool
-        from langgraph.pregel import Pregel, _runner
+        from langgraph.pregel import Pregel, _loop, _runner
 
         return [
+            (_loop.PregelLoop, "tick", _wrap_tick),
+            (_loop.PregelLoop, "after_tick", _wrap_after_tick),
             (Pregel, "stream", _wrap_stream),
             (Pregel, "astream", _wrap_astream),
             (Pregel, "astream_events", _wrap_lazy_events),

@@ -373,3 +373,25 @@ def test_an_entrypoint_resumed_after_an_interrupt_records_its_return_value(store
     paused, resumed = [c for c in calls(store, h.session_id) if c.kind == "node"]
     assert (paused.status, paused.output) == ("interrupted", None)
     assert (resumed.status, resumed.output) == ("ok", "plan: yes")  # not {"__resume__": ..., "__end__": ...}
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_static_breakpoint_records_an_interrupt_and_the_run_continues(store: Any, when: str) -> None:
+    g = StateGraph(Log)
+    for name in ("a", "b"):
+        g.add_node(name, lambda state, name=name: {"log": [name]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    graph = g.compile(checkpointer=InMemorySaver(), **{f"interrupt_{when}": ["b"]})
+    cfg = {"configurable": {"thread_id": f"breakpoint-{when}"}}
+    with openprogram.session_context(store=store) as h:
+        graph.invoke({"log": []}, cfg)
+        assert graph.invoke(None, cfg)["log"] == ["a", "b"]
+    records = calls(store, h.session_id)
+    paused, continued = by_kind(records, "graph")
+    assert (paused.status, continued.status) == ("interrupted", "ok")
+    stop = one(records, "interrupt", "b")
+    assert (stop.parent_id, stop.status, stop.inputs) == (paused.call_id, "interrupted", {"breakpoint": when})
+    ran = [(n.name, n.parent_id) for n in by_kind(records, "node")]
+    assert ran == [("a", paused.call_id), ("b", paused.call_id if when == "after" else continued.call_id)]

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
-from langgraph.pregel import Pregel, _runner
+from langgraph.pregel import Pregel, _loop, _runner
 from lg_fakes import Log, agent_graph, chain_graph, scripted_model, tool_calls
 from openprogram.integrations import langgraph as adapter
 
@@ -102,7 +102,8 @@ def _saver() -> Any:
 
 
 PATCHED = [(Pregel, "stream"), (Pregel, "astream"), (_runner, "run_with_retry"), (_runner, "arun_with_retry"),
-           (BaseTool, "run"), (BaseTool, "arun")]  # fmt: skip
+           (BaseTool, "run"), (BaseTool, "arun"), (_loop.PregelLoop, "tick"),
+           (_loop.PregelLoop, "after_tick")]  # fmt: skip
 LAZY = ("astream_events", "astream_log")  # Pregel's own in newer langgraph, Runnable's in older
 
 
