@@ -14,6 +14,7 @@ import sys
 import time
 import types
 from collections.abc import AsyncGenerator, Callable, Generator
+from contextvars import ContextVar
 from typing import Any, TypeVar, overload
 
 from . import _ids
@@ -113,6 +114,12 @@ def records_itself(owner: Any, *attributes: str) -> bool:
     return any(hasattr(getattr(owner, name, None), "__openprogram_tool__") for name in attributes)
 
 
+# Arguments a framework injects into the next tool call (a LangGraph tool's graph state or
+# runtime): plumbing, possibly huge, so not captured. An adapter sets a one-element list
+# around the framework's call; the first @openprogram.tool call under it takes the names.
+injected_arguments: ContextVar[list[frozenset[str]] | None] = ContextVar("openprogram.injected", default=None)
+
+
 def _snapshot(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Arguments as the writer will need them: by reference when immutable, else copied now."""
     for value in args:
@@ -156,7 +163,13 @@ def _start(
             parent = handle.root_call_id
         install = handle
     call_args = args[skip:] if skip else args
-    snapshot = _snapshot(names, call_args, kwargs)
+    injected = injected_arguments.get()
+    if injected:  # the framework's own arguments to this call: left out of the record
+        left_out = injected.pop()
+        bound = bind_arguments(names, call_args, kwargs)
+        snapshot = capture_json({k: v for k, v in bound.items() if k not in left_out})
+    else:
+        snapshot = _snapshot(names, call_args, kwargs)
     if accepts_session:
         record_kwargs = dict(kwargs)
         kwargs["_session"] = handle  # always overwrite, never setdefault

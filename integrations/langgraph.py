@@ -34,7 +34,7 @@ from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
 from openprogram._recorder import Opened, call_scope, close_call, open_call, register_control_flow
 from openprogram._session import session_context, session_for_run
-from openprogram._tool import records_itself
+from openprogram._tool import injected_arguments, records_itself
 
 __all__ = ["MIN_VERSION", "LangGraphIntegration"]
 
@@ -502,6 +502,21 @@ def _tool_inputs(tool: Any, tool_input: Any) -> Any:
     return tool_input
 
 
+def _injected_hint(tool: Any, tool_input: Any) -> list[frozenset[str]] | None:
+    """For a tool that records itself: the injected arguments its ``@openprogram.tool`` wrapper leaves out."""
+    try:
+        if not isinstance(tool_input, dict) or not _records_itself(tool):
+            return None
+        # What the model does not see was injected (``_injected_args_keys`` misses the
+        # annotations of a function wrapped by @openprogram.tool; the model's schema does not).
+        visible = _model_arguments(tool)
+        keys = frozenset(k for k in tool_input if k not in visible)
+        return [keys] if keys else None
+    except Exception:
+        _log_once("BaseTool.run (finding injected arguments)")
+        return None
+
+
 def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
     try:
         if _records_itself(tool):
@@ -530,7 +545,14 @@ def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, tool_input, *args, **kwargs)
         opened = _begin_tool(self, tool_input)
         if opened is None:
-            return original(self, tool_input, *args, **kwargs)
+            hint = _injected_hint(self, tool_input)
+            if hint is None:
+                return original(self, tool_input, *args, **kwargs)
+            token = injected_arguments.set(hint)
+            try:
+                return original(self, tool_input, *args, **kwargs)
+            finally:
+                injected_arguments.reset(token)
         try:
             result = original(self, tool_input, *args, **kwargs)
         except BaseException as exc:
@@ -550,7 +572,14 @@ def _wrap_tool_arun(original: Callable[..., Any]) -> Callable[..., Any]:
             return await original(self, tool_input, *args, **kwargs)
         opened = _begin_tool(self, tool_input)
         if opened is None:
-            return await original(self, tool_input, *args, **kwargs)
+            hint = _injected_hint(self, tool_input)
+            if hint is None:
+                return await original(self, tool_input, *args, **kwargs)
+            token = injected_arguments.set(hint)
+            try:
+                return await original(self, tool_input, *args, **kwargs)
+            finally:
+                injected_arguments.reset(token)
         try:
             result = await original(self, tool_input, *args, **kwargs)
         except BaseException as exc:

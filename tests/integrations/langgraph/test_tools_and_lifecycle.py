@@ -52,6 +52,13 @@ def op_with_state(question: str, state: Annotated[dict[str, Any], InjectedState]
     return f"op:{question}:{len(state['messages'])}"
 
 
+@tool
+@openprogram.tool
+async def op_with_runtime(question: str, runtime: ToolRuntime) -> str:
+    """An async openprogram tool that also wants the tool runtime."""
+    return f"op:{question}:{runtime.tool_call_id}"
+
+
 def _schema_properties(schema: Any) -> set[str]:
     if isinstance(schema, dict):
         return set(schema.get("properties", {}))
@@ -93,6 +100,18 @@ def test_injection_still_works_through_tool_node(store: Any) -> None:
     assert set(tools) == {"with_state", "with_runtime", "with_config", "op_with_state"}
     assert "state" not in tools["with_state"].inputs  # injected plumbing is not captured
     assert tools["with_state"].inputs == {"question": "s"}
+    assert tools["op_with_state"].inputs == {"question": "o"}  # nor by an @openprogram.tool function
+
+
+async def test_injected_arguments_of_an_async_openprogram_tool_are_not_captured(store: Any) -> None:
+    model = scripted_model(tool_calls(("op_with_runtime", {"question": "a"}), ("op_with_state", {"question": "b"})),
+                           AIMessage("ok"))  # fmt: skip
+    graph = agent_graph(model, [op_with_runtime, op_with_state])
+    async with openprogram.session_context(store=store) as h:
+        result = await graph.ainvoke({"messages": [HumanMessage("go")]})
+    assert sorted(m.content for m in result["messages"] if isinstance(m, ToolMessage)) == ["op:a:call-0", "op:b:2"]
+    tools = {c.name: c for c in by_kind(calls(store, h.session_id), "tool")}
+    assert (tools["op_with_runtime"].inputs, tools["op_with_state"].inputs) == ({"question": "a"}, {"question": "b"})
 
 
 def _saver() -> Any:
