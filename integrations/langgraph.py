@@ -13,7 +13,8 @@ are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
 ``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
 ``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
 payload; a ``Command(resume=...)`` run records one with the answer.
-``PregelLoop.tick`` / ``after_tick``: a static breakpoint (``interrupt_before`` /
+``match_cached_writes`` / ``amatch_cached_writes``: a node served from the cache
+is a ``node`` call marked ``cached``. ``PregelLoop.tick`` / ``after_tick``: a static breakpoint (``interrupt_before`` /
 ``interrupt_after``) records an ``interrupt`` call named after its nodes.
 """
 
@@ -329,6 +330,43 @@ def _wrap_after_tick(original: Callable[..., Any]) -> Callable[..., Any]:
     return after_tick
 
 
+def _record_cached(tasks: Any) -> None:
+    """Nodes whose writes came from the cache (a ``CachePolicy`` hit): recorded, marked ``cached``."""
+    try:
+        for task in tasks:
+            opened = _begin_node(task)
+            if opened is not None:
+                close_call(opened, None, _node_output(task), attributes={"cached": True})
+    except NoSessionError:
+        raise
+    except Exception:
+        _log_once("match_cached_writes (recording a cache hit)")
+
+
+def _wrap_match_cached(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def match_cached_writes(self: Any) -> Any:
+        matched = original(self)
+        if _active and matched:
+            _record_cached(matched)
+        return matched
+
+    setattr(match_cached_writes, _MARK, original)
+    return match_cached_writes
+
+
+def _wrap_amatch_cached(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def amatch_cached_writes(self: Any) -> Any:
+        matched = await original(self)
+        if _active and matched:
+            _record_cached(matched)
+        return matched
+
+    setattr(amatch_cached_writes, _MARK, original)
+    return amatch_cached_writes
+
+
 # --- nodes and tasks -------------------------------------------------------------
 
 
@@ -622,6 +660,8 @@ class LangGraphIntegration(Integration):
         return [
             (_loop.PregelLoop, "tick", _wrap_tick),
             (_loop.PregelLoop, "after_tick", _wrap_after_tick),
+            (_loop.SyncPregelLoop, "match_cached_writes", _wrap_match_cached),
+            (_loop.AsyncPregelLoop, "amatch_cached_writes", _wrap_amatch_cached),
             (Pregel, "stream", _wrap_stream),
             (Pregel, "astream", _wrap_astream),
             (Pregel, "astream_events", _wrap_lazy_events),

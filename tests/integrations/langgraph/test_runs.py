@@ -298,3 +298,30 @@ async def test_async_tool_run_directly(store: Any) -> None:
     records = calls(store, h.session_id)
     assert [c.name for c in by_kind(records, "tool")] == ["negate", "add"]
     assert all(c.parent_id == records[0].call_id for c in by_kind(records, "tool"))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_node_served_from_the_cache_is_recorded_as_cached(store: Any, mode: str) -> None:
+    from langgraph.cache.memory import InMemoryCache
+    from langgraph.types import CachePolicy
+
+    runs: list[int] = []
+
+    def slow(state: Log) -> dict[str, Any]:
+        runs.append(1)
+        return {"log": ["computed"]}
+
+    g = StateGraph(Log)
+    g.add_node("slow", slow, cache_policy=CachePolicy())
+    g.add_edge(START, "slow")
+    graph = g.compile(cache=InMemoryCache())
+    async with openprogram.session_context(store=store) as h:
+        for _ in range(2):
+            out = graph.invoke({"log": []}) if mode == "sync" else await graph.ainvoke({"log": []})
+            assert out["log"] == ["computed"]
+    assert len(runs) == 1  # the second run was served from the cache
+    first, second = by_kind(calls(store, h.session_id), "graph")
+    ran, cached = by_kind(calls(store, h.session_id), "node")
+    assert (ran.parent_id, cached.parent_id) == (first.call_id, second.call_id)
+    assert "cached" not in attributes(ran) and attributes(cached)["cached"] is True
+    assert ran.output == cached.output == {"log": ["computed"]} and cached.status == "ok"
