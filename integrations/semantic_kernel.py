@@ -24,9 +24,10 @@ was running when it started. The hooks:
 
 Streaming bodies (async generators iterated after the filter returned) get the
 session and their call re-installed around each step. ``Kernel.invoke_stream`` /
-``invoke_prompt_stream`` are wrapped so that closing one early ends the function
-streams under it at once (SK never closes them; they would stay running until a
-garbage-collection pass). Errors in this module are
+``invoke_prompt_stream`` are wrapped (iterated in the consumer's context, as SK
+does) so that closing one early ends the function stream it owns at once: SK
+iterates it with ``async for`` and never closes it, so it would stay running
+until a garbage-collection pass. Errors in this module are
 logged on the ``openprogram`` logger and never raised into SK; the user's
 exceptions pass through unchanged.
 """
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import logging
 import threading
@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
-from openprogram._propagation import drive_async_generator, propagate
+from openprogram._propagation import propagate
 from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
@@ -79,11 +79,12 @@ _auto_call: ContextVar[tuple[Any, str] | None] = ContextVar("openprogram.sk.auto
 # is not recorded separately: the prompt function is that chat/prompt call, and
 # the functions the model asks for become its children.
 _prompt_calls: set[str] = set()
-# The function streams opened under the kernel stream (``Kernel.invoke_stream`` /
-# ``invoke_prompt_stream``) being iterated. SK iterates a function's stream with ``async for``
-# and never closes it, so a consumer closing the kernel stream early would leave them running
-# until a garbage-collection pass: the kernel stream's wrapper closes them.
-_kernel_streams: ContextVar[list[_Stream] | None] = ContextVar("openprogram.sk.kernel_streams", default=None)
+# The kernel stream (``Kernel.invoke_stream`` / ``invoke_prompt_stream``) whose step is
+# running, set around each step in the consumer's context. SK iterates the function's own
+# stream with ``async for`` and never closes it, so a consumer closing the kernel stream
+# early would leave it running until a garbage-collection pass: the kernel stream's
+# wrapper closes the one it owns.
+_kernel_stream: ContextVar[_KernelStream | None] = ContextVar("openprogram.sk.kernel_stream", default=None)
 # The group chat whose invoke is running, so a nested invoke is not recorded twice.
 _group_chat: ContextVar[int | None] = ContextVar("openprogram.sk.group_chat", default=None)
 
@@ -139,6 +140,19 @@ class _Stream:
             end_call(self.rec, exc, self.output())
         except Exception:
             _log_once("ending a streamed call")
+
+
+class _KernelStream:
+    """What one kernel stream owns, registered in its first step: the stream of the function it
+    invoked, or the kernel stream it iterates (``invoke_prompt_stream`` runs ``invoke_stream``)."""
+
+    __slots__ = ("agen", "nested", "open", "stream")
+
+    def __init__(self, agen: AsyncGenerator[Any, Any]) -> None:
+        self.agen = agen  # SK's own generator for this kernel stream
+        self.open = True
+        self.stream: _Stream | None = None
+        self.nested: _KernelStream | None = None
 
 
 def _is_content(item: Any) -> bool:
@@ -301,9 +315,10 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
             if result is not None:
                 result.value = _traced_agen(value, stream) if inspect.isasyncgen(value) else _traced_gen(value, stream)
                 stream.source = result.value
-                scope = _kernel_streams.get()
-                if scope is not None:
-                    scope.append(stream)  # ended by the kernel stream if its consumer closes it early
+                owner = _kernel_stream.get()
+                if owner is not None and owner.open:  # the kernel stream's own function (its first step)
+                    owner.open = False
+                    owner.stream = stream
             return
         _prompt_calls.discard(call_id)
         output = _function_output(context)
@@ -458,45 +473,65 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     return _wraps(get_streaming_chat_message_contents, original)
 
 
-async def _close_streams(scope: list[_Stream], exc: BaseException | None) -> None:
-    for stream in scope:
-        if stream.ended:
-            continue
-        source = stream.source
+async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
+    """End what a kernel stream owns, if its consumer left it open."""
+    nested = owner.nested
+    if nested is not None:  # SK iterates it with ``async for``, which never closes it
         try:
-            if inspect.isasyncgen(source):
-                await source.aclose()  # GeneratorExit at its yield: closes the function's generator, ends the call
-            elif inspect.isgenerator(source):
-                source.close()
+            if not nested.agen.ag_running:
+                await nested.agen.aclose()
         except Exception:
-            _log_once("closing a function stream left open")
-        if not stream.ended:  # never started: nothing was suspended to close
-            stream.end(exc if exc is not None else GeneratorExit())
-
-
-async def _scoped_kernel_stream(agen: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
-    scope: list[_Stream] = []
-    _kernel_streams.set(scope)  # in the context this generator is driven in, not the consumer's
-    exc: BaseException | None = None
+            _log_once("closing a nested kernel stream")
+        await _close_owned(nested, exc)
+    stream = owner.stream
+    if stream is None or stream.ended:
+        return
+    source = stream.source
     try:
-        async for item in agen:
-            yield item
-    except BaseException as error:
-        exc = error
-        raise
-    finally:
-        try:
-            await agen.aclose()
-        finally:
-            await _close_streams(scope, exc)
+        if inspect.isasyncgen(source):
+            if source.ag_running:
+                return  # being iterated elsewhere: it ends by itself
+            await source.aclose()  # GeneratorExit at its yield: closes the function's generator, ends the call
+        elif inspect.isgenerator(source):
+            if source.gi_running:
+                return
+            source.close()
+    except Exception:
+        _log_once("closing a function stream left open")
+    if not stream.ended:  # never started: nothing was suspended to close
+        stream.end(exc if exc is not None else GeneratorExit())
 
 
 def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
-    def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen = original(self, *args, **kwargs)
-        if not _active or _kernel_streams.get() is not None or not inspect.isasyncgen(agen):
-            return agen  # nested under a kernel stream already scoped: that one closes what is left
-        return drive_async_generator(_scoped_kernel_stream(agen), contextvars.copy_context())
+        owner = _KernelStream(agen) if _active else None
+        outer = _kernel_stream.get()
+        if owner is not None and outer is not None and outer.open:  # iterated by another kernel stream
+            outer.open = False
+            outer.nested = owner
+        exc: BaseException | None = None
+        try:
+            while True:
+                token = _kernel_stream.set(owner)  # around the step only: the consumer's context, as SK runs it
+                try:
+                    item = await agen.__anext__()
+                except StopAsyncIteration:
+                    return
+                finally:
+                    _kernel_stream.reset(token)
+                    if owner is not None:
+                        owner.open = False
+                yield item
+        except BaseException as error:
+            exc = error
+            raise
+        finally:
+            try:
+                await agen.aclose()
+            finally:
+                if owner is not None:
+                    await _close_owned(owner, exc)
 
     return _wraps(invoke_stream, original)
 

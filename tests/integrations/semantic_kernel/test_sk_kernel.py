@@ -207,6 +207,51 @@ async def test_kernel_stream_closed_early_ends_its_function_at_once(store: Any, 
         assert weather.seen == [("words 0", h.session_id, function.call_id)]
 
 
+async def test_a_kernel_stream_runs_in_the_consumers_context(store: Any, instrumented: None) -> None:
+    kernel, weather = make_kernel()
+    stream = kernel.invoke_stream(plugin_name="weather", function_name="words", count=2)  # before any session
+    async with openprogram.session_context(store=store) as h:
+        with openprogram.call_scope("call", "consume") as consume:
+            assert [str(c) async for c in stream] == ["w0", "w1"]
+    fn = only(calls(store, h.session_id), "weather.words")
+    assert fn.parent_id == consume.call_id and fn.status == "ok"
+    assert {s[1] for s in weather.seen} == {h.session_id}
+
+
+async def test_a_nested_kernel_stream_closed_early_ends_at_once_and_others_run_on(
+    store: Any, instrumented: None
+) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([("weather", "peek", {})], "done"))
+    kernel, _ = make_kernel(service)
+    in_tool: list[str] = []
+    background: list[asyncio.Task[list[str]]] = []
+    session: list[str] = []
+
+    async def read_all() -> list[str]:
+        return [str(c) async for c in kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)]
+
+    @kernel_function(name="peek")
+    async def peek() -> str:
+        nested = kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
+        async for _ in nested:
+            break
+        await nested.aclose()  # type: ignore[attr-defined]
+        openprogram.flush()
+        in_tool.extend(r.status for r in store.list_calls(session[0]) if r.name == "weather.words")
+        background.append(asyncio.create_task(read_all()))  # outlives the prompt stream
+        return "peeked"
+
+    kernel.add_function("weather", peek)
+    async with openprogram.session_context(store=store) as h:
+        session.append(h.session_id)
+        async for _ in kernel.invoke_prompt_stream("go", arguments=auto_arguments()):
+            pass
+        assert await background[0] == [f"w{i}" for i in range(5)]  # not cut short by the prompt stream's end
+    assert in_tool == ["interrupted"]  # closed inside the tool: ended there, not when the prompt stream ended
+    words = [r for r in calls(store, h.session_id) if r.name == "weather.words"]
+    assert [(r.status, r.output["count"]) for r in words] == [("interrupted", 1), ("ok", 5)]
+
+
 async def test_prompt_template_calling_native_function(store: Any, instrumented: None) -> None:
     service = ScriptedChatService(default_step=tools_then_answer([], "templated"))
     kernel, _ = make_kernel(service)
