@@ -478,7 +478,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
     nested = owner.nested
     if nested is not None:  # SK iterates it with ``async for``, which never closes it
         try:
-            if not nested.agen.ag_running:
+            if not getattr(nested.agen, "ag_running", False):
                 await nested.agen.aclose()
         except Exception:
             _log_once("closing a nested kernel stream")
