@@ -13,9 +13,11 @@ are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
 ``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
 ``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
 payload; a ``Command(resume=...)`` run records one with the answer.
-``match_cached_writes`` / ``amatch_cached_writes``: a node served from the cache
-is a ``node`` call marked ``cached``. ``PregelLoop.tick`` / ``after_tick``: a static breakpoint (``interrupt_before`` /
-``interrupt_after``) records an ``interrupt`` call named after its nodes.
+``SyncPregelLoop.__enter__`` / ``AsyncPregelLoop.__aenter__``: a run with a cache or
+static breakpoints gets its loop hooked (per instance: other runs pay nothing per
+step), so a node served from the cache is a ``node`` call marked ``cached`` and a
+breakpoint (``interrupt_before`` / ``interrupt_after``) records an ``interrupt``
+call named after the nodes it names.
 """
 
 from __future__ import annotations
@@ -288,83 +290,106 @@ def _record_breakpoint(when: str, names: list[str]) -> None:
     call_scope("interrupt", name, framework=FRAMEWORK, inputs={"breakpoint": when}).enter().exit(None, "interrupted")
 
 
-def _wrap_tick(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def tick(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return original(self, *args, **kwargs)
-        except _graph_interrupt:
-            if _active and getattr(self, "status", None) == "interrupt_before":
-                try:
-                    _record_breakpoint("before", [t.name for t in self.tasks.values()])
-                except Exception:
-                    _log_once("tick (recording a breakpoint)")
-            raise
-
-    setattr(tick, _MARK, original)
-    return tick
-
-
-def _wrap_after_tick(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def after_tick(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # The nodes that just ran (newer LangGraph moves on to the next step's before pausing after them).
-        ran: list[str] | None = None
-        if _active:
-            try:
-                if self.interrupt_after:
-                    ran = [t.name for t in self.tasks.values()]
-            except Exception:
-                _log_once("after_tick (reading the step's nodes)")
-        try:
-            return original(self, *args, **kwargs)
-        except _graph_interrupt:
-            if ran is not None and getattr(self, "status", None) == "interrupt_after":
-                try:
-                    _record_breakpoint("after", ran)
-                except Exception:
-                    _log_once("after_tick (recording a breakpoint)")
-            raise
-
-    setattr(after_tick, _MARK, original)
-    return after_tick
+def _at_breakpoint(tasks: Any, breakpoints: Any) -> list[str]:
+    """The nodes among ``tasks`` the breakpoint list names (``"*"``: all of them)."""
+    return [t.name for t in tasks if breakpoints == "*" or t.name in breakpoints]
 
 
 def _record_cached(tasks: Any) -> None:
     """Nodes whose writes came from the cache (a ``CachePolicy`` hit): recorded, marked ``cached``."""
+    for task in tasks:
+        opened = _begin_node(task)
+        if opened is not None:
+            close_call(opened, None, _node_output(task), attributes={"cached": True})
+
+
+def _arm_loop(loop: Any) -> None:
+    """Hook one run's loop, on the instance and only where it needs it: a run with no
+    breakpoints and no cache pays nothing per step."""
+    before, after, tick, after_tick = loop.interrupt_before, loop.interrupt_after, loop.tick, loop.after_tick
+    if before:
+
+        def paused_tick() -> Any:
+            try:
+                return tick()
+            except _graph_interrupt:
+                if loop.status == "interrupt_before":
+                    try:
+                        _record_breakpoint("before", _at_breakpoint(loop.tasks.values(), before))
+                    except Exception:
+                        _log_once("tick (recording a breakpoint)")
+                raise
+
+        loop.tick = paused_tick
+    if after:
+
+        def paused_after_tick() -> Any:
+            # The nodes that just ran (newer LangGraph moves on to the next step before pausing).
+            ran = _at_breakpoint(loop.tasks.values(), after)
+            try:
+                return after_tick()
+            except _graph_interrupt:
+                if loop.status == "interrupt_after":
+                    try:
+                        _record_breakpoint("after", ran)
+                    except Exception:
+                        _log_once("after_tick (recording a breakpoint)")
+                raise
+
+        loop.after_tick = paused_after_tick
+    if getattr(loop, "cache", None) is not None:  # the sync loop matches with one, the async loop the other
+        match, amatch = loop.match_cached_writes, loop.amatch_cached_writes
+
+        def match_cached_writes() -> Any:
+            matched = match()
+            if matched:
+                _record_cached_safely(matched)
+            return matched
+
+        async def amatch_cached_writes() -> Any:
+            matched = await amatch()
+            if matched:
+                _record_cached_safely(matched)
+            return matched
+
+        loop.match_cached_writes, loop.amatch_cached_writes = match_cached_writes, amatch_cached_writes
+
+
+def _record_cached_safely(tasks: Any) -> None:
     try:
-        for task in tasks:
-            opened = _begin_node(task)
-            if opened is not None:
-                close_call(opened, None, _node_output(task), attributes={"cached": True})
+        _record_cached(tasks)
     except NoSessionError:
         raise
     except Exception:
         _log_once("match_cached_writes (recording a cache hit)")
 
 
-def _wrap_match_cached(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_enter(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def match_cached_writes(self: Any) -> Any:
-        matched = original(self)
-        if _active and matched:
-            _record_cached(matched)
-        return matched
+    def __enter__(self: Any) -> Any:
+        if _active:
+            try:
+                _arm_loop(self)
+            except Exception:
+                _log_once("PregelLoop.__enter__ (hooking breakpoints and the cache)")
+        return original(self)
 
-    setattr(match_cached_writes, _MARK, original)
-    return match_cached_writes
+    setattr(__enter__, _MARK, original)
+    return __enter__
 
 
-def _wrap_amatch_cached(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_aenter(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    async def amatch_cached_writes(self: Any) -> Any:
-        matched = await original(self)
-        if _active and matched:
-            _record_cached(matched)
-        return matched
+    async def __aenter__(self: Any) -> Any:
+        if _active:
+            try:
+                _arm_loop(self)
+            except Exception:
+                _log_once("PregelLoop.__aenter__ (hooking breakpoints and the cache)")
+        return await original(self)
 
-    setattr(amatch_cached_writes, _MARK, original)
-    return amatch_cached_writes
+    setattr(__aenter__, _MARK, original)
+    return __aenter__
 
 
 # --- nodes and tasks -------------------------------------------------------------
@@ -658,10 +683,8 @@ class LangGraphIntegration(Integration):
         from langgraph.pregel import Pregel, _loop, _runner
 
         return [
-            (_loop.PregelLoop, "tick", _wrap_tick),
-            (_loop.PregelLoop, "after_tick", _wrap_after_tick),
-            (_loop.SyncPregelLoop, "match_cached_writes", _wrap_match_cached),
-            (_loop.AsyncPregelLoop, "amatch_cached_writes", _wrap_amatch_cached),
+            (_loop.SyncPregelLoop, "__enter__", _wrap_enter),
+            (_loop.AsyncPregelLoop, "__aenter__", _wrap_aenter),
             (Pregel, "stream", _wrap_stream),
             (Pregel, "astream", _wrap_astream),
             (Pregel, "astream_events", _wrap_lazy_events),

@@ -395,3 +395,20 @@ def test_a_static_breakpoint_records_an_interrupt_and_the_run_continues(store: A
     assert (stop.parent_id, stop.status, stop.inputs) == (paused.call_id, "interrupted", {"breakpoint": when})
     ran = [(n.name, n.parent_id) for n in by_kind(records, "node")]
     assert ran == [("a", paused.call_id), ("b", paused.call_id if when == "after" else continued.call_id)]
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_a_breakpoint_among_parallel_nodes_is_named_after_its_own_nodes(store: Any, when: str) -> None:
+    g = StateGraph(Log)
+    for name in ("a", "b", "c"):
+        g.add_node(name, lambda state, name=name: {"log": [name]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")  # a and b run in one step
+    g.add_edge("a", "c")
+    graph = g.compile(checkpointer=InMemorySaver(), **{f"interrupt_{when}": ["a"]})
+    cfg = {"configurable": {"thread_id": f"parallel-breakpoint-{when}"}}
+    async with openprogram.session_context(store=store) as h:
+        await graph.ainvoke({"log": []}, cfg)
+        assert sorted((await graph.ainvoke(None, cfg))["log"]) == ["a", "b", "c"]
+    stop = one(calls(store, h.session_id), "interrupt", "a")  # not "a,b"
+    assert stop.inputs == {"breakpoint": when}

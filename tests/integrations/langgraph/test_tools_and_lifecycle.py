@@ -121,8 +121,8 @@ def _saver() -> Any:
 
 
 PATCHED = [(Pregel, "stream"), (Pregel, "astream"), (_runner, "run_with_retry"), (_runner, "arun_with_retry"),
-           (BaseTool, "run"), (BaseTool, "arun"), (_loop.PregelLoop, "tick"), (_loop.PregelLoop, "after_tick"),
-           (_loop.SyncPregelLoop, "match_cached_writes"), (_loop.AsyncPregelLoop, "amatch_cached_writes")]  # fmt: skip
+           (BaseTool, "run"), (BaseTool, "arun"), (_loop.SyncPregelLoop, "__enter__"),
+           (_loop.AsyncPregelLoop, "__aenter__")]  # fmt: skip
 LAZY = ("astream_events", "astream_log")  # Pregel's own in newer langgraph, Runnable's in older
 
 
