@@ -102,7 +102,9 @@ _SECRET_VALUE: Final = re.compile(
 # not captured values: error messages.
 _SECRET_ANYWHERE: Final = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_VALUE.pattern[1:])
 # Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
-_URL_PASSWORD: Final = re.compile(r"([a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)", re.IGNORECASE)
+# (A scheme starts only where a run of scheme characters starts: a match tried at every
+# letter of a long run would make this quadratic.)
+_URL_PASSWORD: Final = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)", re.IGNORECASE)
 _PARAM_PASSWORD: Final = re.compile(r"((?:^|[\s?&;])(?:ssl)?password\s*=\s*)[^\s&;]+", re.IGNORECASE)
 _key_cache: dict[str, bool] = {}
 
@@ -133,20 +135,73 @@ def redact_text(text: str) -> str:
     return text
 
 
-# ``name=value`` / ``name: value`` inside an object's repr (``Config(api_key='...')``, ``<Conn password=x>``).
+# A field name in a repr: ``name=`` (dataclasses, pydantic models, namedtuples) or a quoted
+# ``'key':`` (dicts). A name starts only where a word starts, which keeps the scan linear.
 _REPR_FIELD: Final = re.compile(
-    r"""([A-Za-z_][A-Za-z0-9_-]*)(['"]?\s*[=:]\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s,;)>\]}]+)"""
+    r"""(?<![A-Za-z0-9_-])(?:([A-Za-z_][A-Za-z0-9_-]*)[ \t]*=(?!=)|(['"])([^'"\\\n]{1,200})\2[ \t]*:)[ \t]*"""
 )
+_UNQUOTED_END: Final = re.compile(r"[\s,;)>\]}]")
+_OPENING: Final = "([{<"
+_CLOSING: Final = ")]}>"
 
 
-def _redact_field(match: re.Match[str]) -> str:
-    name, sep, _value = match.groups()
-    return f"{name}{sep}{REDACTED}" if is_secret_key(name) else match.group(0)
+def _value_end(text: str, at: int) -> int:
+    """Where the value starting at ``at`` ends: a quoted string, a bracketed group, or a bare word."""
+    n = len(text)
+    if at >= n:
+        return at
+    first = text[at]
+    if first in "'\"":
+        i = at + 1
+        while i < n:
+            ch = text[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == first:
+                return i + 1
+            i += 1
+        return n
+    if first in _OPENING:
+        depth, quote, i = 0, "", at
+        while i < n:
+            ch = text[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch in _OPENING:
+                depth += 1
+            elif ch in _CLOSING:
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return n
+    end = _UNQUOTED_END.search(text, at)
+    return n if end is None else end.start()
 
 
 def redact_repr(text: str) -> str:
-    """An object's repr with the values of secret-named fields and credential-looking values redacted."""
-    return redact_error_text(_REPR_FIELD.sub(_redact_field, text))
+    """An object's repr with the values of secret-named fields (``api_key='...'``,
+    ``'password': ...``, ``auth=(...)``, at any depth) and credential-looking values redacted."""
+    pieces: list[str] = []
+    done = 0
+    found = _REPR_FIELD.search(text)
+    while found is not None:
+        if is_secret_key(found.group(1) or found.group(3)):
+            end = _value_end(text, found.end())
+            pieces.append(text[done : found.end()])
+            pieces.append(REDACTED)
+            done = end
+            found = _REPR_FIELD.search(text, end)
+        else:  # look inside the value too: App(db=DB(password=...))
+            found = _REPR_FIELD.search(text, found.end())
+    pieces.append(text[done:])
+    return redact_error_text("".join(pieces))
 
 
 class _Budget:
@@ -163,7 +218,12 @@ def _describe(value: object, lim: Limits) -> str:
         return f"<{type(value).__qualname__} object (repr failed)>"
     if not isinstance(text, str):
         return f"<{type(value).__qualname__} object>"
-    return _clip(redact_repr(text), lim.max_string)
+    # Redacted before it is clipped (a secret across the cut is still found), but only a
+    # bounded head of it: what lies past 4x the limit is cut anyway.
+    limit = lim.max_string
+    if len(text) <= 4 * limit:
+        return _clip(redact_repr(text), limit)
+    return f"{redact_repr(text[: 4 * limit])[:limit]}...[{len(text) - limit} more chars]"
 
 
 def _clip(text: str, limit: int) -> str:

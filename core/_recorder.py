@@ -78,8 +78,9 @@ def describe_error(exc: BaseException) -> str | None:
         text = f"{type(exc).__qualname__}: {exc}"
     except Exception:
         text = f"{type(exc).__qualname__}: <str() failed>"
-    text = redact_error_text(text)
-    return text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "...[truncated]"
+    cut = len(text) > _MAX_ERROR
+    text = redact_error_text(text[: 4 * _MAX_ERROR] if cut else text)  # a bounded head: the rest is cut anyway
+    return text if not cut else text[:_MAX_ERROR] + "...[truncated]"
 
 
 def begin_call(

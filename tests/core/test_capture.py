@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import openprogram
@@ -183,6 +186,39 @@ def test_secret_fields_in_an_objects_repr_are_redacted() -> None:
     for text in (capture_json({"conn": conn}), capture_json([conn]), dumps(capture(conn))):
         assert "k-1234567" not in text and "hunter2" not in text and "abcdefgh12345678" not in text
         assert "host='db'" in text and f"apiKey={REDACTED}" in text
+    nested = [
+        _Connection(db="DB(password='hunter2', host='db')"),  # a field inside a field's value
+        _Connection(options="{'password': 'hunter2'}"),  # a dict key
+        _Connection(auth="('bob', 'hunter2')", port="5432"),  # a secret value that is a tuple
+    ]
+    for value in nested:
+        text = capture_json({"value": value})
+        assert "hunter2" not in text and REDACTED in text, text
+    assert "5432" in capture_json([nested[2]])  # what follows the redacted group is kept
+    ordinary = _Connection(annotation="<Signature (question: str, token: str) -> str>", equal="a==b")
+    assert REDACTED not in capture_json([ordinary])  # annotations and comparisons are not fields
+
+
+def test_huge_texts_with_credential_markers_are_captured_in_linear_time() -> None:
+    # A URL-password or repr-field scan tried at every letter of a long run was quadratic:
+    # 40,000 letters and an "@" took 30 s inside the recorded call; these would take hours.
+    # In a child process: a regex holds the GIL, so no thread of this one could time it out.
+    script = textwrap.dedent(
+        """
+        from openprogram._capture import capture_json, redact_error_text
+
+        class Blob:
+            def __init__(self, text): self.text = text
+            def __repr__(self): return f"Blob(blob={self.text!r})"
+
+        for text in ["a" * 400_000 + "@", "x://" + "a" * 400_000 + "@", "deadbeef" * 50_000]:
+            capture_json({"text": text}), capture_json([Blob(text)]), redact_error_text(text)
+        print("done")
+        """
+    )
+    # A liveness bound, not a speed target: linear takes well under a second.
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "done"
 
 
 def test_credentials_quoted_in_error_messages_are_redacted(store: openprogram.Store) -> None:
