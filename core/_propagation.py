@@ -41,15 +41,17 @@ def propagate(fn: Callable[P, R]) -> Callable[P, R]:
 
     elif inspect.isasyncgenfunction(fn):
 
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def start(*args: Any, **kwargs: Any) -> tuple[AsyncGenerator[Any, Any], contextvars.Context]:
             run = context.copy()
-            return drive_async_generator(run.run(fn, *args, **kwargs), run)
+            return run.run(fn, *args, **kwargs), run
+
+        wrapper = _async_generator_function(start)
 
     elif inspect.isgeneratorfunction(fn):
 
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # a generator function, as fn is
             run = context.copy()
-            return drive_generator(run.run(fn, *args, **kwargs), run)
+            return (yield from drive_generator(run.run(fn, *args, **kwargs), run))
 
     else:
 
@@ -118,24 +120,36 @@ def _in_context(context: contextvars.Context, awaitable: Awaitable[R]) -> Awaita
     return _InContext(context, awaitable.__await__())
 
 
-async def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Context) -> AsyncGenerator[Y, Any]:
+def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Context) -> AsyncGenerator[Y, Any]:
     """The async twin of :func:`drive_generator`: every step of ``agen`` runs inside ``context``.
 
     Tasks the body creates copy ``context`` too. Cancellation and ``aclose()``
     reach ``agen`` unchanged.
     """
-    method: Callable[[Any], Awaitable[Y]] = agen.asend
-    arg: Any = None
-    while True:
-        try:
-            item = await _in_context(context, method(arg))
-        except StopAsyncIteration:
-            return
-        try:
-            arg = yield item
-            method = agen.asend
-        except GeneratorExit:
-            await _in_context(context, agen.aclose())
-            raise
-        except BaseException as exc:
-            method, arg = agen.athrow, exc
+    return _async_generator_function(lambda: (agen, context))()
+
+
+def _async_generator_function(
+    start: Callable[..., tuple[AsyncGenerator[Any, Any], contextvars.Context]],
+) -> Callable[..., AsyncGenerator[Any, Any]]:
+    """An async generator function driving, step by step in its context, what ``start`` returns."""
+
+    async def driven(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        agen, context = start(*args, **kwargs)
+        method: Callable[[Any], Awaitable[Any]] = agen.asend
+        arg: Any = None
+        while True:
+            try:
+                item = await _in_context(context, method(arg))
+            except StopAsyncIteration:
+                return
+            try:
+                arg = yield item
+                method = agen.asend
+            except GeneratorExit:
+                await _in_context(context, agen.aclose())
+                raise
+            except BaseException as exc:
+                method, arg = agen.athrow, exc
+
+    return driven

@@ -65,7 +65,8 @@ def test_propagate_keeps_async_and_generator_functions_in_context(store: openpro
 
     with openprogram.session_context("kinds", store=store):
         bound = spawner()
-    assert [inspect.iscoroutinefunction(bound[0]), inspect.isfunction(bound[1])] == [True, True]
+    kinds = [inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction]
+    assert [kind(fn) for kind, fn in zip(kinds, bound, strict=True)] == [True, True, True]
     # Run where no session is: a plain thread, each with its own event loop.
     for target in (lambda: asyncio.run(bound[0]()), lambda: results.extend(bound[1]()),
                    lambda: asyncio.run(drain(bound[2]()))):  # fmt: skip
@@ -76,6 +77,24 @@ def test_propagate_keeps_async_and_generator_functions_in_context(store: openpro
                                                   "async generator 2")]  # fmt: skip
     spawned = one(store, "kinds", "spawner")
     assert [c.parent_id for c in calls_by_name(store, "kinds")["leaf"]] == [spawned.call_id] * 5
+
+
+async def test_a_tool_over_a_propagated_generator_records_what_it_yields(store: openprogram.Store) -> None:
+    def numbers(n: int) -> Iterator[int]:
+        yield from range(n)
+
+    async def anumbers(n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            yield i
+
+    with openprogram.session_context("gen-kinds", store=store):
+        counted, acounted = openprogram.tool(openprogram.propagate(numbers)), openprogram.tool(
+            openprogram.propagate(anumbers))  # fmt: skip
+    async with openprogram.session_context("gen-kinds", store=store):
+        assert list(counted(3)) == [0, 1, 2]
+        assert [i async for i in acounted(2)] == [0, 1]
+    assert one(store, "gen-kinds", "numbers").output == {"yielded": [0, 1, 2], "count": 3}
+    assert one(store, "gen-kinds", "anumbers").output == {"yielded": [0, 1], "count": 2}
 
 
 def test_propagated_function_runs_many_times_concurrently(store: openprogram.Store) -> None:
