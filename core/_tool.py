@@ -114,10 +114,15 @@ def records_itself(owner: Any, *attributes: str) -> bool:
     return any(hasattr(getattr(owner, name, None), "__openprogram_tool__") for name in attributes)
 
 
-# Arguments a framework injects into the next tool call (a LangGraph tool's graph state or
+# Arguments a framework injects into a tool call (a LangGraph tool's graph state or
 # runtime): plumbing, possibly huge, so not captured. An adapter sets a one-element list
-# around the framework's call; the first @openprogram.tool call under it takes the names.
-injected_arguments: ContextVar[list[frozenset[str]] | None] = ContextVar("openprogram.injected", default=None)
+# ``[(tool names, argument names)]`` around the framework's call; the first call of a tool
+# of one of those names takes it (another tool called inside keeps its own arguments). A
+# call whose arguments are all scalars takes the compiled path, which does not look: its
+# scalar injected arguments (an injected tool-call id) are recorded.
+injected_arguments: ContextVar[list[tuple[frozenset[str], frozenset[str]]] | None] = ContextVar(
+    "openprogram.injected", default=None
+)
 
 
 def _snapshot(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -164,8 +169,8 @@ def _start(
         install = handle
     call_args = args[skip:] if skip else args
     injected = injected_arguments.get()
-    if injected:  # the framework's own arguments to this call: left out of the record
-        left_out = injected.pop()
+    if injected and name in injected[0][0]:  # the framework's own arguments to this call: left out
+        left_out = injected.pop()[1]
         bound = bind_arguments(names, call_args, kwargs)
         snapshot = capture_json({k: v for k, v in bound.items() if k not in left_out})
     else:

@@ -565,16 +565,20 @@ def _tool_inputs(tool: Any, tool_input: Any) -> Any:
     return tool_input
 
 
-def _injected_hint(tool: Any, tool_input: Any) -> list[frozenset[str]] | None:
+def _injected_hint(tool: Any, tool_input: Any) -> list[tuple[frozenset[str], frozenset[str]]] | None:
     """For a tool that records itself: the injected arguments its ``@openprogram.tool`` wrapper leaves out."""
     try:
-        if not isinstance(tool_input, dict) or not _records_itself(tool):
+        if not isinstance(tool_input, dict):
+            return None
+        wrapped = (getattr(tool, attribute, None) for attribute in ("func", "coroutine"))
+        names = frozenset(n for n in (getattr(f, "__openprogram_tool__", None) for f in wrapped) if n)
+        if not names:
             return None
         # What the model does not see was injected (``_injected_args_keys`` misses the
         # annotations of a function wrapped by @openprogram.tool; the model's schema does not).
         visible = _model_arguments(tool)
         keys = frozenset(k for k in tool_input if k not in visible)
-        return [keys] if keys else None
+        return [(names, keys)] if keys else None
     except Exception:
         _log_once("BaseTool.run (finding injected arguments)")
         return None

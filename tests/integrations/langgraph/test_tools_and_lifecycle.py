@@ -249,3 +249,41 @@ def test_missing_or_old_langgraph_is_reported_with_the_install_hint(monkeypatch:
     monkeypatch.setattr(adapter, "MIN_VERSION", (99, 0, 0))
     with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[langgraph\]"):
         adapter.LangGraphIntegration().setup()
+
+
+@openprogram.tool
+def profile(user_id: str, fields: list[str]) -> str:
+    return f"{user_id}:{','.join(fields)}"
+
+
+@tool
+@openprogram.tool
+def answer_for(question: str, user_id: Annotated[str, InjectedState("user_id")]) -> str:
+    """Answer for the current user (an injected scalar)."""
+    return f"{question}/{profile(user_id, ['name'])}"
+
+
+def test_a_tool_called_inside_an_injected_tool_keeps_its_own_arguments(store: Any) -> None:
+    from langgraph.graph import MessagesState
+
+    class State(MessagesState):
+        user_id: str
+
+    def model(state: dict[str, Any]) -> dict[str, Any]:
+        call = {"name": "answer_for", "args": {"question": "q"}, "id": "c1", "type": "tool_call"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    g = StateGraph(State)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([answer_for]))
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    with openprogram.session_context(store=store) as h:
+        g.compile().invoke({"messages": [HumanMessage("hi")], "user_id": "u-42"})
+    # The injected user_id is a scalar: the compiled path records it. The tool called inside
+    # has a user_id of its own, which it keeps (the hint for answer_for does not reach it).
+    assert one(calls(store, h.session_id), "tool", "profile").inputs == {"user_id": "u-42", "fields": ["name"]}
