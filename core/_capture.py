@@ -104,7 +104,9 @@ _SECRET_ANYWHERE: Final = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_VALUE.patte
 # Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
 # (A scheme starts only where a run of scheme characters starts: a match tried at every
 # letter of a long run would make this quadratic.)
-_URL_PASSWORD: Final = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)", re.IGNORECASE)
+_URL_PASSWORD: Final = re.compile(
+    r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,32}://[^\s:/@]{0,256}:)[^\s@]{1,256}(?=@)", re.IGNORECASE
+)  # bounded parts: a scan from each "x://" of a long text must not run to its end
 _PARAM_PASSWORD: Final = re.compile(r"((?:^|[\s?&;])(?:ssl)?password\s*=\s*)[^\s&;]+", re.IGNORECASE)
 _key_cache: dict[str, bool] = {}
 
@@ -135,54 +137,45 @@ def redact_text(text: str) -> str:
     return text
 
 
-# A field name in a repr: ``name=`` (dataclasses, pydantic models, namedtuples) or a quoted
-# ``'key':`` (dicts). A name starts only where a word starts, which keeps the scan linear.
+# A field name in a repr: ``name=`` (dataclasses, pydantic models, namedtuples), ``name:``
+# (hand-written reprs; a ``token: str`` annotation is redacted too, the safe way to be wrong) or
+# a quoted ``'key':`` (dicts). A name starts only where a word starts: the scan stays linear.
 _REPR_FIELD: Final = re.compile(
-    r"""(?<![A-Za-z0-9_-])(?:([A-Za-z_][A-Za-z0-9_-]*)[ \t]*=(?!=)|(['"])([^'"\\\n]{1,200})\2[ \t]*:)[ \t]*"""
+    r"""(?<![A-Za-z0-9_-])(?:([A-Za-z_][A-Za-z0-9_-]*)[ \t]*[=:](?![=:/])"""
+    r"""|"([^"\\\n]{1,200})"[ \t]*:|'([^'\\\n]{1,200})'[ \t]*:)\s*"""
 )
-_UNQUOTED_END: Final = re.compile(r"[\s,;)>\]}]")
 _OPENING: Final = "([{<"
 _CLOSING: Final = ")]}>"
 
 
 def _value_end(text: str, at: int) -> int:
-    """Where the value starting at ``at`` ends: a quoted string, a bracketed group, or a bare word."""
-    n = len(text)
-    if at >= n:
-        return at
-    first = text[at]
-    if first in "'\"":
-        i = at + 1
-        while i < n:
-            ch = text[i]
+    """Where the value starting at ``at`` ends: at the first separator outside quotes and
+    brackets, which are taken whole wherever they start (``'x'``, ``(a, b)``, ``Token(...)``, ``b'...'``)."""
+    n, i, depth, quote = len(text), at, 0, ""
+    while i < n:
+        ch = text[i]
+        if quote:
             if ch == "\\":
                 i += 2
                 continue
-            if ch == first:
-                return i + 1
-            i += 1
-        return n
-    if first in _OPENING:
-        depth, quote, i = 0, "", at
-        while i < n:
-            ch = text[i]
-            if quote:
-                if ch == "\\":
-                    i += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "'\"":
-                quote = ch
-            elif ch in _OPENING:
-                depth += 1
-            elif ch in _CLOSING:
-                depth -= 1
+            if ch == quote:
+                quote = ""
                 if depth == 0:
                     return i + 1
-            i += 1
-        return n
-    end = _UNQUOTED_END.search(text, at)
-    return n if end is None else end.start()
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPENING:
+            depth += 1
+        elif ch in _CLOSING:
+            if depth == 0:
+                return i  # the end of the object holding the field
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif depth == 0 and ch in " \t\r\n,;":
+            return i
+        i += 1
+    return n
 
 
 def redact_repr(text: str) -> str:
@@ -192,7 +185,7 @@ def redact_repr(text: str) -> str:
     done = 0
     found = _REPR_FIELD.search(text)
     while found is not None:
-        if is_secret_key(found.group(1) or found.group(3)):
+        if is_secret_key(found.group(1) or found.group(2) or found.group(3)):
             end = _value_end(text, found.end())
             pieces.append(text[done : found.end()])
             pieces.append(REDACTED)
@@ -223,7 +216,10 @@ def _describe(value: object, lim: Limits) -> str:
     limit = lim.max_string
     if len(text) <= 4 * limit:
         return _clip(redact_repr(text), limit)
-    return f"{redact_repr(text[: 4 * limit])[:limit]}...[{len(text) - limit} more chars]"
+    redacted = redact_repr(text[: 4 * limit])
+    # A secret cut in two at 4x the limit may be missed: the last limit's worth of the head is
+    # never shown (redacting earlier fields can shrink the head and pull it into view).
+    return f"{redacted[: min(limit, len(redacted) - limit)]}...[{len(text) - limit} more chars]"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -393,7 +389,7 @@ def capture(value: object) -> Any:
 # walk redacts: credential-looking strings, passwords in connection strings,
 # secret-looking keys. Literal prefixes keep the regex scans at C speed.
 _CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer\s|Basic\s|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
-_URL_CREDENTIALS: Final = re.compile(r'://[^"\s]*@')
+_URL_CREDENTIALS: Final = re.compile(r'://[^"\s/@]{0,512}@')  # bounded: linear on long texts
 _JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
 
 

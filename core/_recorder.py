@@ -78,9 +78,12 @@ def describe_error(exc: BaseException) -> str | None:
         text = f"{type(exc).__qualname__}: {exc}"
     except Exception:
         text = f"{type(exc).__qualname__}: <str() failed>"
-    cut = len(text) > _MAX_ERROR
-    text = redact_error_text(text[: 4 * _MAX_ERROR] if cut else text)  # a bounded head: the rest is cut anyway
-    return text if not cut else text[:_MAX_ERROR] + "...[truncated]"
+    if len(text) <= _MAX_ERROR:
+        return redact_error_text(text)
+    # A bounded head (the rest is cut anyway), never shown up to its last stretch, where a
+    # secret cut in two may have been missed.
+    text = redact_error_text(text[: 4 * _MAX_ERROR])
+    return text[: min(_MAX_ERROR, len(text) - _MAX_ERROR)] + "...[truncated]"
 
 
 def begin_call(

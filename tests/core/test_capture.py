@@ -181,6 +181,16 @@ class _Connection:
         return "Connection(" + ", ".join(f"{k}={v!r}" for k, v in self.fields.items()) + ")"
 
 
+class _Repr:
+    """An object whose repr is the given text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def test_secret_fields_in_an_objects_repr_are_redacted() -> None:
     conn = _Connection(host="db", apiKey="k-1234567", dbPassword="hunter2", note="Bearer abcdefgh12345678")
     for text in (capture_json({"conn": conn}), capture_json([conn]), dumps(capture(conn))):
@@ -195,13 +205,34 @@ def test_secret_fields_in_an_objects_repr_are_redacted() -> None:
         text = capture_json({"value": value})
         assert "hunter2" not in text and REDACTED in text, text
     assert "5432" in capture_json([nested[2]])  # what follows the redacted group is kept
-    ordinary = _Connection(annotation="<Signature (question: str, token: str) -> str>", equal="a==b")
-    assert REDACTED not in capture_json([ordinary])  # annotations and comparisons are not fields
+    more = [
+        _Connection(token="Token(kind='bearer', value='hunter2')"),  # the whole object, not up to its first comma
+        _Connection(password="b'hunter2 and more'"),  # a bytes literal, spaces and all
+        _Connection(dsn="'postgres://admin:hunter2@db/app'"),
+        "<User name: bob, password: hunter2>",  # a hand-written repr's name: value
+        "{\"user's password\": 'hunter2'}",  # a quoted key with the other quote inside
+    ]
+    for value in more:
+        captured = capture_json([_Repr(value) if isinstance(value, str) else value])
+        assert "hunter2" not in captured and REDACTED in captured, captured
+    ordinary = _Connection(equal="a==b", url="'https://example.com/x'", time="'12:30'")
+    assert REDACTED not in capture_json([ordinary])  # comparisons, URLs and times are not fields
+
+
+def test_a_repr_cut_through_a_secret_shows_none_of_it() -> None:
+    # Redacting a long secret shrinks the text: what lay at the cut must not move into view.
+    dsn = "postgres://admin:hunter2" + "x" * 400 + "@db/app"
+    text = f"Conn(private_key='{'k' * 16_000}', dsn='{dsn}')"
+    limit = 4096
+    assert text.index("@") > 4 * limit > text.index("hunter2")  # the cut falls inside the DSN's password
+    captured = capture_json([_Repr(text)])
+    assert "hunter2" not in captured and "k" * 100 not in captured
 
 
 def test_huge_texts_with_credential_markers_are_captured_in_linear_time() -> None:
-    # A URL-password or repr-field scan tried at every letter of a long run was quadratic:
-    # 40,000 letters and an "@" took 30 s inside the recorded call; these would take hours.
+    # A URL-password or repr-field scan tried at every letter of a long run, or run to the
+    # end from every "x://", was quadratic: 40,000 letters and an "@" took 30 s inside the
+    # recorded call, 150k chars of URLs 10 s; these would take hours.
     # In a child process: a regex holds the GIL, so no thread of this one could time it out.
     script = textwrap.dedent(
         """
@@ -211,7 +242,9 @@ def test_huge_texts_with_credential_markers_are_captured_in_linear_time() -> Non
             def __init__(self, text): self.text = text
             def __repr__(self): return f"Blob(blob={self.text!r})"
 
-        for text in ["a" * 400_000 + "@", "x://" + "a" * 400_000 + "@", "deadbeef" * 50_000]:
+        many_urls = "ops@example.com " + ",".join(f"http://svc{i}.internal:8080/health" for i in range(20_000))
+        for text in ["a" * 400_000 + "@", "x://" + "a" * 400_000 + "@", "deadbeef" * 50_000, many_urls,
+                     many_urls.replace(" ", "")]:
             capture_json({"text": text}), capture_json([Blob(text)]), redact_error_text(text)
         print("done")
         """
