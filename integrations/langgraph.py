@@ -313,7 +313,7 @@ def _arm_loop(loop: Any) -> None:
             try:
                 return tick()
             except _graph_interrupt:
-                if loop.status == "interrupt_before":
+                if _active and loop.status == "interrupt_before":
                     try:
                         _record_breakpoint("before", _at_breakpoint(loop.tasks.values(), before))
                     except Exception:
@@ -325,11 +325,11 @@ def _arm_loop(loop: Any) -> None:
 
         def paused_after_tick() -> Any:
             # The nodes that just ran (newer LangGraph moves on to the next step before pausing).
-            ran = _at_breakpoint(loop.tasks.values(), after)
+            ran = _at_breakpoint(loop.tasks.values(), after) if _active else None
             try:
                 return after_tick()
             except _graph_interrupt:
-                if loop.status == "interrupt_after":
+                if ran is not None and loop.status == "interrupt_after":
                     try:
                         _record_breakpoint("after", ran)
                     except Exception:
@@ -342,13 +342,13 @@ def _arm_loop(loop: Any) -> None:
 
         def match_cached_writes() -> Any:
             matched = match()
-            if matched:
+            if matched and _active:
                 _record_cached_safely(matched)
             return matched
 
         async def amatch_cached_writes() -> Any:
             matched = await amatch()
-            if matched:
+            if matched and _active:
                 _record_cached_safely(matched)
             return matched
 

@@ -325,3 +325,28 @@ async def test_a_node_served_from_the_cache_is_recorded_as_cached(store: Any, mo
     assert (ran.parent_id, cached.parent_id) == (first.call_id, second.call_id)
     assert "cached" not in attributes(ran) and attributes(cached)["cached"] is True
     assert ran.output == cached.output == {"log": ["computed"]} and cached.status == "ok"
+
+
+def test_uninstrument_during_a_run_stops_recording_cache_hits_too(store: Any) -> None:
+    from langgraph.cache.memory import InMemoryCache
+    from langgraph.types import CachePolicy
+
+    stop = [False]
+
+    def first(state: Log) -> dict[str, Any]:
+        if stop[0]:
+            openprogram.uninstrument()  # the run goes on; its loop was hooked when it started
+        return {"log": ["first"]}
+
+    g = StateGraph(Log)
+    g.add_node("first", first)
+    g.add_node("cached", lambda state: {"log": ["cached"]}, cache_policy=CachePolicy())
+    g.add_edge(START, "first")
+    g.add_edge("first", "cached")
+    graph = g.compile(cache=InMemoryCache())
+    with openprogram.session_context(store=store) as h:
+        graph.invoke({"log": []})
+        stop[0] = True
+        assert graph.invoke({"log": []})["log"] == ["first", "cached"]
+    nodes = [(n.name, attributes(n).get("cached")) for n in by_kind(calls(store, h.session_id), "node")]
+    assert nodes == [("first", None), ("cached", None), ("first", None)]  # no cache hit after uninstrument()
