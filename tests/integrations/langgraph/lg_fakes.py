@@ -110,6 +110,22 @@ def agent_graph(model: BaseChatModel, tools: list[Any], checkpointer: Any = None
     return g.compile(checkpointer=checkpointer)
 
 
+def one_tool_call_graph(a_tool: Any, args: dict[str, Any], state: Any, checkpointer: Any = None) -> Any:
+    """A model turn asking for one call of ``a_tool`` with ``args``, a ToolNode running it, the end."""
+
+    def model(_: dict[str, Any]) -> dict[str, Any]:
+        call = {"name": a_tool.name, "args": args, "id": "c1", "type": "tool_call"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    g = StateGraph(state)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([a_tool]))
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    return g.compile(checkpointer=checkpointer)
+
+
 def chain_graph(names: tuple[str, ...] = ("first", "second")) -> Any:
     """Sync nodes in a line; each appends its name and notes its session."""
     g = StateGraph(Log)

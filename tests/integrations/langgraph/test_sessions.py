@@ -18,7 +18,7 @@ from conftest import by_kind, calls, one
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from lg_fakes import Log, chain_graph, seen
+from lg_fakes import Log, chain_graph, one_tool_call_graph, seen
 
 
 def setup_function() -> None:
@@ -290,21 +290,9 @@ def test_interrupt_in_a_subgraph_is_recorded_once_and_resumes() -> None:
 
 def _tool_pause_graph(asking_tool: Any) -> Any:
     """A model turn calling ``asking_tool`` (which interrupts) through a ToolNode."""
-    from langchain_core.messages import AIMessage
     from langgraph.graph import MessagesState
-    from langgraph.prebuilt import ToolNode
 
-    def model(state: dict[str, Any]) -> dict[str, Any]:
-        call = {"name": asking_tool.name, "args": {"question": "ok?"}, "id": "c1", "type": "tool_call"}
-        return {"messages": [AIMessage("", tool_calls=[call])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("model", model)
-    g.add_node("tools", ToolNode([asking_tool]))
-    g.add_edge(START, "model")
-    g.add_edge("model", "tools")
-    g.add_edge("tools", END)
-    return g.compile(checkpointer=InMemorySaver())
+    return one_tool_call_graph(asking_tool, {"question": "ok?"}, MessagesState, InMemorySaver())
 
 
 def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_not_an_error(store: Any) -> None:

@@ -13,7 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _loop, _runner
-from lg_fakes import Log, agent_graph, chain_graph, scripted_model, tool_calls
+from lg_fakes import Log, agent_graph, chain_graph, one_tool_call_graph, scripted_model, tool_calls
 from openprogram.integrations import langgraph as adapter
 
 
@@ -269,21 +269,9 @@ def test_a_tool_called_inside_an_injected_tool_keeps_its_own_arguments(store: An
     class State(MessagesState):
         user_id: str
 
-    def model(state: dict[str, Any]) -> dict[str, Any]:
-        call = {"name": "answer_for", "args": {"question": "q"}, "id": "c1", "type": "tool_call"}
-        return {"messages": [AIMessage("", tool_calls=[call])]}
-
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.prebuilt import ToolNode
-
-    g = StateGraph(State)
-    g.add_node("model", model)
-    g.add_node("tools", ToolNode([answer_for]))
-    g.add_edge(START, "model")
-    g.add_edge("model", "tools")
-    g.add_edge("tools", END)
+    graph = one_tool_call_graph(answer_for, {"question": "q"}, State)
     with openprogram.session_context(store=store) as h:
-        g.compile().invoke({"messages": [HumanMessage("hi")], "user_id": "u-42"})
+        graph.invoke({"messages": [HumanMessage("hi")], "user_id": "u-42"})
     # The injected user_id is a scalar: the compiled path records it. The tool called inside
     # has a user_id of its own, which it keeps (the hint for answer_for does not reach it).
     assert one(calls(store, h.session_id), "tool", "profile").inputs == {"user_id": "u-42", "fields": ["name"]}
