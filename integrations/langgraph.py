@@ -135,14 +135,9 @@ class _GraphStart:
             with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
                 _run_var.reset(self.token)
             self.token = None
-        if exc is not None and isinstance(exc, _graph_interrupt):
-            self.scope.exit(None, "interrupted")  # a subgraph pausing for its parent: not an error
-            return
         if exc is not None and isinstance(exc, _parent_command):
-            # A subgraph handing control to its parent (Command(graph=PARENT)): control flow.
-            self.scope.set_attributes(command="parent")
-            self.scope.exit(None)
-            return
+            self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
+        # A pause or a hand-off passing through is registered control flow: not an error.
         status = "interrupted" if exc is None and self.run.interrupted else None
         self.scope.exit(exc, status)
 
@@ -473,9 +468,9 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
             if run is not None:
                 run.interrupted = True
             _record_interrupts(run, opened[0][4], exc)  # children of this node: it is still current
-            close_call(opened, None, None, "interrupted")  # a pause, not an error: the payload is on the interrupt call
+            close_call(opened, exc)  # registered control flow: "interrupted", the payload on the interrupt call
         elif isinstance(exc, _parent_command):
-            close_call(opened, attributes={"command": "parent"})  # control flow (Command(graph=PARENT)), not a failure
+            close_call(opened, exc, attributes={"command": "parent"})  # registered control flow: "ok"
         else:
             close_call(opened, exc)
     except Exception:
