@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p3-crewai": ("p3_crewai.py", "crewai", "crewai"),
     "p3-semantic-kernel": ("p3_semantic_kernel.py", "semantic_kernel", "semantic-kernel"),
     "p3-instructions": ("p3_instructions.py", None, None),
+    "p3-floor": ("p3_floor.py", None, None),
     "reliability": ("reliability.py", None, None),
 }
 
