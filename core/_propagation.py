@@ -11,10 +11,12 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+import sys
+import types
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["ContextThreadPoolExecutor", "drive_async_generator", "drive_generator", "propagate"]
+__all__ = ["ContextThreadPoolExecutor", "drive_async_generator", "drive_generator", "own_async_generator", "propagate"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -129,6 +131,27 @@ def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Con
     return _async_generator_function(lambda: (agen, context))()
 
 
+def own_async_generator(agen: AsyncIterator[Y]) -> AsyncIterator[Y]:
+    """Mark ``agen``, not yet started, as closed by the caller alone: return it.
+
+    An event loop closes every async generator still open when it shuts down
+    (``asyncio.run`` does), all at once. A generator that drives another one
+    closes its inner generator itself; if the loop closes that inner generator
+    too, the two ``aclose()`` calls meet and the loop logs "aclose():
+    asynchronous generator is already running". An owned generator is not
+    registered with the loop (its first-iteration hook is skipped); it is still
+    finalized by the loop if it is dropped unfinished.
+    """
+    if type(agen) is types.AsyncGeneratorType:
+        hooks = sys.get_asyncgen_hooks()
+        sys.set_asyncgen_hooks(firstiter=None, finalizer=hooks.finalizer)
+        try:
+            agen.asend(None).close()  # sets up the generator's hooks now; the generator does not start
+        finally:
+            sys.set_asyncgen_hooks(*hooks)
+    return agen
+
+
 def _async_generator_function(
     start: Callable[..., tuple[AsyncGenerator[Any, Any], contextvars.Context]],
 ) -> Callable[..., AsyncGenerator[Any, Any]]:
@@ -136,6 +159,7 @@ def _async_generator_function(
 
     async def driven(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen, context = start(*args, **kwargs)
+        own_async_generator(agen)  # closed here, at our GeneratorExit, not by the loop as well
         method: Callable[[Any], Awaitable[Any]] = agen.asend
         arg: Any = None
         while True:

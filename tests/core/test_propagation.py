@@ -97,6 +97,38 @@ async def test_a_tool_over_a_propagated_generator_records_what_it_yields(store: 
     assert one(store, "gen-kinds", "anumbers").output == {"yielded": [0, 1], "count": 2}
 
 
+def test_a_propagated_async_generator_left_open_closes_once_at_loop_shutdown(store: openprogram.Store) -> None:
+    # asyncio.run closes every open async generator when it ends. The propagated
+    # generator closes the one it drives; the loop must not close that one too (the two
+    # aclose() calls meet and the loop logs "aclose(): ... already running").
+    cleaned: list[int] = []
+    loop_errors: list[str] = []
+    left_open: list[AsyncIterator[int]] = []
+
+    async def numbers(tag: int) -> AsyncIterator[int]:
+        try:
+            for i in range(10):
+                yield i
+        finally:
+            for _ in range(3):  # a cleanup that awaits
+                await asyncio.sleep(0)
+            cleaned.append(tag)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: loop_errors.append(context["message"]))
+        bound = openprogram.propagate(numbers)
+        for tag in range(3):
+            stream = bound(tag)
+            left_open.append(stream)
+            async for _ in stream:
+                break  # not closed: asyncio.run closes it
+
+    with openprogram.session_context("left-open", store=store):
+        asyncio.run(main())
+    assert loop_errors == []
+    assert sorted(cleaned) == [0, 1, 2]
+
+
 def test_propagated_function_runs_many_times_concurrently(store: openprogram.Store) -> None:
     with openprogram.session_context("many", store=store) as h:
         bound = openprogram.propagate(leaf)
