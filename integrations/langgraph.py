@@ -10,7 +10,8 @@ are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
 ``astream_events`` (v1/v2) / ``astream_log`` (lazy: they keep the creator's context);
 ``run_with_retry`` / ``arun_with_retry`` as bound in
 ``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``,
-``ToolNode``) -> ``node`` calls; ``BaseTool.run`` / ``BaseTool.arun`` ->
+``ToolNode``) -> ``node`` calls (under a ``RetryPolicy``, one per attempt, marked ``attempt``:
+the task's ``proc`` is proxied for the retry loop); ``BaseTool.run`` / ``BaseTool.arun`` ->
 ``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
 payload; a ``Command(resume=...)`` run records one with the answer.
 ``SyncPregelLoop.__enter__`` / ``AsyncPregelLoop.__aenter__``: a run with a cache or
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import inspect
 import logging
@@ -32,7 +34,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any, ClassVar
 
 from openprogram._capture import json_string
-from openprogram._context import NoSessionError
+from openprogram._context import NoSessionError, session_var
 from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator
 from openprogram._recorder import Opened, call_scope, close_call, open_call, register_control_flow
@@ -390,7 +392,8 @@ def _wrap_aenter(original: Callable[..., Any]) -> Callable[..., Any]:
 # --- nodes and tasks -------------------------------------------------------------
 
 
-def _begin_node(task: Any) -> Opened | None:
+def _begin_node(task: Any, attempt: int = 0) -> Opened | None:
+    """Open the ``node`` call of ``task``, or of its ``attempt``-th run (1-indexed) under a retry policy."""
     try:
         name = task.name
         if name in _RESERVED:
@@ -405,6 +408,8 @@ def _begin_node(task: Any) -> Opened | None:
             f'{{"step":{step if type(step) is int else "null"},"task_id":{json_string(str(task.id))},'
             f'"checkpoint_ns":{"null" if checkpoint_ns is None else json_string(str(checkpoint_ns))}}}'
         )
+        if attempt:
+            attributes = f'{attributes[:-1]},"attempt":{attempt}}}'
         # A pulled node's input is the whole graph state: large, growing, and already the
         # sum of the recorded outputs, so it is not captured. A pushed task's input (a
         # Send payload, an @task call's arguments) is its own and small: it is.
@@ -478,12 +483,129 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
         close_call(opened, exc)
 
 
+class _Attempts:
+    """Stands in for the ``proc`` of a task run under a retry policy, so that every attempt is its own
+    ``node`` call: LangGraph's retry loop runs ``proc.invoke`` (async: ``ainvoke`` or, for
+    ``astream_events`` / ``astream_log``, ``astream``) once per attempt, so whatever an attempt runs
+    (tools, subgraphs, functions) nests under that attempt's call."""
+
+    __slots__ = ("count", "pending", "proc", "task")
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+        self.proc = task.proc
+        self.count = 0  # attempts begun
+        self.pending: Opened | None = None  # an attempt's call left for the wrapper to end
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _Attempts.__slots__:
+            raise AttributeError(name)  # not set yet (a copy being built): never recurse
+        return getattr(self.proc, name)  # anything else LangGraph may read off the runnable
+
+    def _begin(self) -> Opened | None:
+        self.count += 1
+        return _begin_node(self.task, self.count)
+
+    def _end(self, opened: Opened, exc: BaseException | None) -> None:
+        if exc is not None and isinstance(exc, _parent_command):
+            # LangGraph decides after the attempt: a Command for this graph runs the node's
+            # writers (the node's output, as today), any other is passed on. The wrapper ends it.
+            self.pending = opened
+            return
+        # A failure LangGraph retries ends its attempt "error"; an interrupt ends the loop, as today.
+        _end_node(opened, self.task, exc)
+
+    def finish(self, exc: BaseException | None) -> None:
+        """After LangGraph's loop: end the call it left pending, or record the task as one call
+        when it ended before any attempt began (e.g. a sync node with a timeout policy)."""
+        try:
+            opened = self.pending
+            if opened is None and self.count == 0:
+                opened = _begin_node(self.task)
+            if opened is not None:
+                self.pending = None
+                _end_node(opened, self.task, exc)
+        except Exception:
+            _log_once("run_with_retry (ending the node call)")
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        opened = self._begin()
+        if opened is None:
+            return self.proc.invoke(input, config, **kwargs)
+        try:
+            result = self.proc.invoke(input, config, **kwargs)
+        except BaseException as exc:
+            self._end(opened, exc)
+            raise
+        self._end(opened, None)
+        return result
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        opened = self._begin()
+        if opened is None:
+            return await self.proc.ainvoke(input, config, **kwargs)
+        try:
+            result = await self.proc.ainvoke(input, config, **kwargs)
+        except BaseException as exc:
+            self._end(opened, exc)
+            raise
+        self._end(opened, None)
+        return result
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        opened = self._begin()
+        if opened is None:
+            async for chunk in self.proc.astream(input, config, **kwargs):
+                yield chunk
+            return
+        try:
+            async for chunk in self.proc.astream(input, config, **kwargs):
+                yield chunk
+        except BaseException as exc:
+            self._end(opened, exc)
+            raise
+        self._end(opened, None)
+
+
+def _with_attempts(task: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> tuple[_Attempts, tuple[Any, ...], dict[str, Any]] | None:  # fmt: skip
+    """LangGraph's retry-loop arguments with the task's ``proc`` standing in for one call per attempt.
+
+    The task is a dataclass: its copy shares ``writes`` (the deque the runner reads) and every
+    other field; only the loop sees it. None: record the loop as one call, as without a policy
+    (a reserved node, or no current session: the no-session policy then applies as today).
+    """
+    try:
+        if session_var.get() is None or task.name in _RESERVED:
+            return None
+        attempts = _Attempts(task)
+        proxied = dataclasses.replace(task, proc=attempts)
+        if args:
+            return attempts, (proxied, *args[1:]), kwargs
+        return attempts, args, {**kwargs, "task": proxied}
+    except Exception:
+        _log_once("run_with_retry (preparing per-attempt calls)")
+        return None
+
+
 def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def run_with_retry(*args: Any, **kwargs: Any) -> Any:
         if not _active:
             return original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
+        # LangGraph's own rule: the task's policy, else the graph's.
+        if getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy")):
+            retried = _with_attempts(task, args, kwargs)
+            if retried is not None:
+                attempts, args, kwargs = retried
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException as exc:
+                    attempts.finish(exc)
+                    raise
+                attempts.finish(None)
+                return result
         opened = _begin_node(task)
         if opened is None:
             return original(*args, **kwargs)
@@ -505,6 +627,21 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _active:
             return await original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
+        # LangGraph's own rule: the task's policy, else the graph's. Not with LangGraph 1.0's
+        # ``match_cached_writes`` (unused by its runner): it finds the task by identity.
+        if (getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy"))) and (
+            len(args) <= 3 and kwargs.get("match_cached_writes") is None
+        ):
+            retried = _with_attempts(task, args, kwargs)
+            if retried is not None:
+                attempts, args, kwargs = retried
+                try:
+                    result = await original(*args, **kwargs)
+                except BaseException as exc:
+                    attempts.finish(exc)
+                    raise
+                attempts.finish(None)
+                return result
         opened = _begin_node(task)
         if opened is None:
             return await original(*args, **kwargs)
