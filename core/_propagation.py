@@ -21,6 +21,7 @@ __all__ = ["ContextThreadPoolExecutor", "drive_async_generator", "drive_generato
 P = ParamSpec("P")
 R = TypeVar("R")
 Y = TypeVar("Y")
+A = TypeVar("A", bound=AsyncIterator[Any])
 
 
 def propagate(fn: Callable[P, R]) -> Callable[P, R]:
@@ -131,7 +132,7 @@ def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Con
     return _async_generator_function(lambda: (agen, context))()
 
 
-def own_async_generator(agen: AsyncIterator[Y]) -> AsyncIterator[Y]:
+def own_async_generator(agen: A) -> A:
     """Mark ``agen``, not yet started, as closed by the caller alone: return it.
 
     An event loop closes every async generator still open when it shuts down
@@ -143,10 +144,11 @@ def own_async_generator(agen: AsyncIterator[Y]) -> AsyncIterator[Y]:
     finalized by the loop if it is dropped unfinished.
     """
     if type(agen) is types.AsyncGeneratorType:
+        native: Any = agen  # narrowed by the check above, which mypy does not follow for a TypeVar
         hooks = sys.get_asyncgen_hooks()
         sys.set_asyncgen_hooks(firstiter=None, finalizer=hooks.finalizer)
         try:
-            agen.asend(None).close()  # sets up the generator's hooks now; the generator does not start
+            native.asend(None).close()  # sets up the generator's hooks now; the generator does not start
         finally:
             sys.set_asyncgen_hooks(*hooks)
     return agen

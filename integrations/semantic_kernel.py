@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
-from openprogram._propagation import propagate
+from openprogram._propagation import own_async_generator, propagate
 from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
@@ -181,6 +181,7 @@ def _detach(opened: Opened) -> _Stream:
 
 async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> AsyncGenerator[Any, Any]:
     """Iterate ``agen`` with the stream's session and call current in every step; end the call at the end."""
+    own_async_generator(agen)  # closed here when this is closed, not by the event loop as well
     handle, call_id = stream.handle, stream.rec[0]
     while True:
         s_token = session_var.set(handle)
@@ -319,6 +320,8 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
                 if owner is not None and owner.open:  # the kernel stream's own function (its first step)
                     owner.open = False
                     owner.stream = stream
+                    if inspect.isasyncgen(result.value):
+                        own_async_generator(result.value)  # its owner closes it, not the event loop as well
             return
         _prompt_calls.discard(call_id)
         output = _function_output(context)
@@ -449,8 +452,11 @@ def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any
 
 
 def _driven(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
-    """``agen``, run under the stream's call when there is one."""
-    return agen if stream is None else _traced_agen(agen, stream)
+    """``agen``, run under the stream's call when there is one; for a caller that closes it itself.
+
+    The event loop does not close it as well when it shuts down (see ``own_async_generator``).
+    """
+    return own_async_generator(agen if stream is None else _traced_agen(agen, stream))
 
 
 def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -504,7 +510,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
 
 def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     async def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        agen = original(self, *args, **kwargs)
+        agen = own_async_generator(original(self, *args, **kwargs))  # closed below, not by the event loop as well
         owner = _KernelStream(agen) if _active else None
         outer = _kernel_stream.get()
         if owner is not None and outer is not None and outer.open:  # iterated by another kernel stream
@@ -621,6 +627,7 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
 
 async def _marking(agen: AsyncGenerator[Any, Any], marker: int) -> AsyncGenerator[Any, Any]:
     """Run each step of ``agen`` with ``_group_chat`` set to ``marker``."""
+    own_async_generator(agen)
     try:
         while True:
             token = _group_chat.set(marker)

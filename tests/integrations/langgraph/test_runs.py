@@ -98,6 +98,28 @@ async def test_astream_every_mode(store: Any, mode: Any) -> None:
     _check_agent_tree(calls(store, h.session_id))
 
 
+def test_an_astream_left_open_is_closed_once_at_loop_shutdown(store: Any) -> None:
+    # asyncio.run closes every async generator still open when it ends. The adapter's stream
+    # closes LangGraph's; the loop must not close that one too (the two aclose() calls meet and
+    # the loop logs "an error occurred during closing of asynchronous generator").
+    loop_errors: list[str] = []
+    left_open: list[Any] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: loop_errors.append(context["message"]))
+        graph = agent_graph(_agent_run_model(), TOOLS)
+        for _ in range(3):  # the loop closes them in an order of its own: one would often avoid the collision
+            stream = graph.astream({"messages": [HumanMessage("go")]})
+            left_open.append(stream)
+            async for _ in stream:
+                break
+
+    with openprogram.session_context(store=store) as h:
+        asyncio.run(main())
+    assert loop_errors == []
+    assert [c.status for c in by_kind(calls(store, h.session_id), "graph")] == ["interrupted"] * 3
+
+
 def test_batch_records_one_graph_call_per_input(store: Any) -> None:
     graph = chain_graph()
     with openprogram.session_context(store=store) as h:

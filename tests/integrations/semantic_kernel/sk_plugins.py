@@ -1,9 +1,13 @@
 """Native plugins used by the tests (no `from __future__ import annotations`: SK reads real annotations)."""
 
-from collections.abc import AsyncGenerator
+import asyncio
+import gc
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import openprogram
+import pytest
 from openprogram import get_current_session
 from openprogram._context import current_call_id
 from openprogram.stores import CallRecord, Store
@@ -86,3 +90,19 @@ def only(records: list[CallRecord], name: str) -> CallRecord:
     found = named(records, name)
     assert len(found) == 1, [(r.kind, r.name) for r in records]
     return found[0]
+
+
+async def otel_errors(caplog: pytest.LogCaptureFixture, run: Callable[[], Awaitable[None]]) -> list[str]:
+    """The errors OpenTelemetry logs while ``run`` runs and the async generators it left behind are finalised.
+
+    A generator left open is finalised by the event loop's asyncgen hook (``aclose()`` in a task of its own),
+    so this collects garbage and then lets the loop run a few turns.
+    """
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="opentelemetry"):
+        await run()
+        for _ in range(3):
+            gc.collect()
+            for _ in range(5):
+                await asyncio.sleep(0)
+    return [r.getMessage() for r in caplog.records if r.name.startswith("opentelemetry") and r.levelno >= logging.ERROR]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import openprogram
@@ -21,7 +22,7 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import Weather, calls, lookup_inner, lookup_outer, named, only, with_kernel
+from sk_plugins import Weather, calls, lookup_inner, lookup_outer, named, only, otel_errors, with_kernel
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
                ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
@@ -205,6 +206,71 @@ async def test_kernel_stream_closed_early_ends_its_function_at_once(store: Any, 
     if kind == "native":
         assert function.output == {"yielded": ["w0"], "count": 1}
         assert weather.seen == [("words 0", h.session_id, function.call_id)]
+
+
+class Tidy:
+    @kernel_function(description="streams words, tidying up (with an await) when closed")
+    async def words(self, count: int) -> AsyncGenerator[str, None]:
+        try:
+            for i in range(count):
+                yield f"w{i}"
+        finally:
+            await asyncio.sleep(0)
+
+
+def test_a_kernel_stream_left_open_is_closed_once_at_loop_shutdown(store: Any, instrumented: None) -> None:
+    # asyncio.run closes every async generator still open when it ends. The adapter closes the
+    # streams it owns; the loop must not close those too (the two aclose() calls meet and the
+    # loop logs "an error occurred during closing of asynchronous generator").
+    loop_errors: list[str] = []
+    left_open: list[Any] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: loop_errors.append(context["message"]))
+        kernel = Kernel()
+        kernel.add_plugin(Tidy(), "tidy")
+        for _ in range(5):  # the loop closes them in an order of its own: one would often avoid the collision
+            stream = kernel.invoke_stream(plugin_name="tidy", function_name="words", count=5)
+            left_open.append(stream)
+            async for _ in stream:
+                break
+        print("GENS", list(asyncio.get_running_loop()._asyncgens))
+
+    with openprogram.session_context(store=store) as h:
+        asyncio.run(main())
+    assert loop_errors == []
+    functions = named(calls(store, h.session_id), "tidy.words")
+    assert [(f.status, f.ended_at is not None) for f in functions] == [("interrupted", True)] * 5
+
+
+@pytest.mark.parametrize("kind", ["native", "prompt"])
+async def test_closing_a_kernel_stream_early_adds_no_otel_errors_to_sks_own(
+    store: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    # SK's Kernel.invoke_stream iterates the function's stream, which holds an OpenTelemetry span
+    # context (attached even with no tracer provider), with ``async for`` and never closes it: the
+    # loop finalises it in a context of its own, and OpenTelemetry logs "Failed to detach context"
+    # (SK's own, 1.30 to 1.45). Closing what the kernel stream owns must not add to it.
+    async def run() -> None:
+        kernel, _ = make_kernel(ScriptedChatService(default_step=tools_then_answer([], "one two three four five")))
+        if kind == "native":
+            stream = kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
+        else:
+            stream = kernel.invoke_prompt_stream("weather?")
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+
+    sk_alone = await otel_errors(caplog, run)
+    openprogram.instrument("semantic_kernel")
+    try:
+        async with openprogram.session_context(store=store) as h:
+            with_openprogram = await otel_errors(caplog, run)
+    finally:
+        openprogram.uninstrument("semantic_kernel")
+    assert len(with_openprogram) <= len(sk_alone), (with_openprogram, sk_alone)  # fewer would be fine
+    function = next(r for r in calls(store, h.session_id) if r.kind == "function")
+    assert function.status == "interrupted" and function.ended_at is not None
 
 
 async def test_a_kernel_stream_runs_in_the_consumers_context(store: Any, instrumented: None) -> None:
