@@ -106,3 +106,17 @@ async def otel_errors(caplog: pytest.LogCaptureFixture, run: Callable[[], Awaita
             for _ in range(5):
                 await asyncio.sleep(0)
     return [r.getMessage() for r in caplog.records if r.name.startswith("opentelemetry") and r.levelno >= logging.ERROR]
+
+
+async def otel_errors_alone_and_instrumented(
+    caplog: pytest.LogCaptureFixture, store: Store, run: Callable[[], Awaitable[None]]
+) -> tuple[list[str], list[str], str]:
+    """``run``'s OpenTelemetry errors with SK alone, then instrumented inside a session; and that session's id."""
+    sk_alone = await otel_errors(caplog, run)
+    openprogram.instrument("semantic_kernel")
+    try:
+        async with openprogram.session_context(store=store) as h:
+            with_openprogram = await otel_errors(caplog, run)
+    finally:
+        openprogram.uninstrument("semantic_kernel")
+    return sk_alone, with_openprogram, h.session_id

@@ -12,7 +12,7 @@ from semantic_kernel import Kernel
 from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent
 from semantic_kernel.agents.strategies import TerminationStrategy
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
-from sk_plugins import Weather, calls, named, only, otel_errors
+from sk_plugins import Weather, calls, named, only, otel_errors_alone_and_instrumented
 
 pytest.importorskip("google.protobuf", reason="SK orchestrations need protobuf")
 from semantic_kernel.agents.orchestration.concurrent import ConcurrentOrchestration
@@ -209,12 +209,6 @@ async def test_agent_stream_closed_early_adds_no_otel_errors_to_sks_own(
             break
         await stream.aclose()
 
-    sk_alone = await otel_errors(caplog, run)
-    openprogram.instrument("semantic_kernel")
-    try:
-        async with openprogram.session_context(store=store) as h:
-            with_openprogram = await otel_errors(caplog, run)
-    finally:
-        openprogram.uninstrument("semantic_kernel")
+    sk_alone, with_openprogram, session_id = await otel_errors_alone_and_instrumented(caplog, store, run)
     assert len(with_openprogram) <= len(sk_alone), (with_openprogram, sk_alone)  # fewer would be fine
-    assert only(calls(store, h.session_id), "Quitter").status == "interrupted"
+    assert only(calls(store, session_id), "Quitter").status == "interrupted"

@@ -22,7 +22,16 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import Weather, calls, lookup_inner, lookup_outer, named, only, otel_errors, with_kernel
+from sk_plugins import (
+    Weather,
+    calls,
+    lookup_inner,
+    lookup_outer,
+    named,
+    only,
+    otel_errors_alone_and_instrumented,
+    with_kernel,
+)
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
                ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
@@ -186,15 +195,19 @@ async def test_invoke_prompt_stream_with_auto_calls(store: Any, instrumented: No
     assert {s[2] for s in weather.seen} == {r.call_id for r in functions}
 
 
+def kernel_stream(kernel: Kernel, kind: str) -> Any:
+    """A kernel stream of five items: a native streaming function's, or a prompt's (the service's answer)."""
+    if kind == "native":
+        return kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
+    return kernel.invoke_prompt_stream("weather?")
+
+
 @pytest.mark.parametrize("kind", ["native", "prompt"])
 async def test_kernel_stream_closed_early_ends_its_function_at_once(store: Any, instrumented: None, kind: str) -> None:
     service = ScriptedChatService(default_step=tools_then_answer([], "one two three four five"))
     kernel, weather = make_kernel(service)
     async with openprogram.session_context(store=store) as h:
-        if kind == "native":
-            stream = kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
-        else:
-            stream = kernel.invoke_prompt_stream("weather?")
+        stream = kernel_stream(kernel, kind)
         async for _ in stream:
             break
         await stream.aclose()  # type: ignore[attr-defined]
@@ -253,23 +266,14 @@ async def test_closing_a_kernel_stream_early_adds_no_otel_errors_to_sks_own(
     # (SK's own, 1.30 to 1.45). Closing what the kernel stream owns must not add to it.
     async def run() -> None:
         kernel, _ = make_kernel(ScriptedChatService(default_step=tools_then_answer([], "one two three four five")))
-        if kind == "native":
-            stream = kernel.invoke_stream(plugin_name="weather", function_name="words", count=5)
-        else:
-            stream = kernel.invoke_prompt_stream("weather?")
+        stream = kernel_stream(kernel, kind)
         async for _ in stream:
             break
         await stream.aclose()  # type: ignore[attr-defined]
 
-    sk_alone = await otel_errors(caplog, run)
-    openprogram.instrument("semantic_kernel")
-    try:
-        async with openprogram.session_context(store=store) as h:
-            with_openprogram = await otel_errors(caplog, run)
-    finally:
-        openprogram.uninstrument("semantic_kernel")
+    sk_alone, with_openprogram, session_id = await otel_errors_alone_and_instrumented(caplog, store, run)
     assert len(with_openprogram) <= len(sk_alone), (with_openprogram, sk_alone)  # fewer would be fine
-    function = next(r for r in calls(store, h.session_id) if r.kind == "function")
+    function = next(r for r in calls(store, session_id) if r.kind == "function")
     assert function.status == "interrupted" and function.ended_at is not None
 
 
