@@ -7,21 +7,25 @@ these helpers and nothing else to copy context.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextvars
 import functools
 import inspect
-import sys
-import types
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["ContextThreadPoolExecutor", "drive_async_generator", "drive_generator", "own_async_generator", "propagate"]
+__all__ = [
+    "ContextThreadPoolExecutor",
+    "drive_async_generator",
+    "drive_generator",
+    "loop_closes_async_generators",
+    "propagate",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 Y = TypeVar("Y")
-A = TypeVar("A", bound=AsyncIterator[Any])
 
 
 def propagate(fn: Callable[P, R]) -> Callable[P, R]:
@@ -132,26 +136,20 @@ def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Con
     return _async_generator_function(lambda: (agen, context))()
 
 
-def own_async_generator(agen: A) -> A:
-    """Mark ``agen``, not yet started, as closed by the caller alone: return it.
+def loop_closes_async_generators() -> bool:
+    """True while the running event loop is closing every open async generator itself.
 
-    An event loop closes every async generator still open when it shuts down
-    (``asyncio.run`` does), all at once. A generator that drives another one
-    closes its inner generator itself; if the loop closes that inner generator
-    too, the two ``aclose()`` calls meet and the loop logs "aclose():
-    asynchronous generator is already running". An owned generator is not
-    registered with the loop (its first-iteration hook is skipped); it is still
-    finalized by the loop if it is dropped unfinished.
+    ``asyncio.run`` (``loop.shutdown_asyncgens()``) ends by calling ``aclose()`` on
+    every async generator still open, all at once. A generator that drives another
+    one must not close that one too then: the two ``aclose()`` calls would meet and
+    the loop would log "aclose(): asynchronous generator is already running". So
+    while this is true, a driver leaves its inner generator to the loop.
     """
-    if type(agen) is types.AsyncGeneratorType:
-        native: Any = agen  # narrowed by the check above, which mypy does not follow for a TypeVar
-        hooks = sys.get_asyncgen_hooks()
-        sys.set_asyncgen_hooks(firstiter=None, finalizer=hooks.finalizer)
-        try:
-            native.asend(None).close()  # sets up the generator's hooks now; the generator does not start
-        finally:
-            sys.set_asyncgen_hooks(*hooks)
-    return agen
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return getattr(loop, "_asyncgens_shutdown_called", False) is True  # asyncio's flag; another loop: False
 
 
 def _async_generator_function(
@@ -161,7 +159,6 @@ def _async_generator_function(
 
     async def driven(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen, context = start(*args, **kwargs)
-        own_async_generator(agen)  # closed here, at our GeneratorExit, not by the loop as well
         method: Callable[[Any], Awaitable[Any]] = agen.asend
         arg: Any = None
         while True:
@@ -173,7 +170,8 @@ def _async_generator_function(
                 arg = yield item
                 method = agen.asend
             except GeneratorExit:
-                await _in_context(context, agen.aclose())
+                if not loop_closes_async_generators():  # else the loop closes agen itself
+                    await _in_context(context, agen.aclose())
                 raise
             except BaseException as exc:
                 method, arg = agen.athrow, exc

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from openprogram._capture import json_string
 from openprogram._context import NoSessionError, session_var
 from openprogram._instrument import Integration
-from openprogram._propagation import drive_async_generator, drive_generator, own_async_generator
+from openprogram._propagation import drive_async_generator, drive_generator, loop_closes_async_generators
 from openprogram._recorder import Opened, call_scope, close_call, open_call, register_control_flow
 from openprogram._session import session_context, session_for_run
 from openprogram._tool import injected_arguments, records_itself
@@ -223,13 +223,14 @@ async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: An
                 _log_once("astream (recording the resume)")
     except Exception:
         _log_once("astream (starting the graph call)")
-    inner = own_async_generator(original(graph, *args, **kwargs))  # closed below, not by the event loop as well
+    inner = original(graph, *args, **kwargs)
     try:
         async for chunk in inner:
             yield chunk
     except BaseException as exc:
         try:
-            await inner.aclose()  # type: ignore[attr-defined]
+            if not loop_closes_async_generators():  # else the loop closes it itself
+                await inner.aclose()  # type: ignore[attr-defined]
         finally:
             start.end(exc)
             if session is not None:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
-from openprogram._propagation import own_async_generator, propagate
+from openprogram._propagation import loop_closes_async_generators, propagate
 from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
@@ -179,9 +179,15 @@ def _detach(opened: Opened) -> _Stream:
     return _Stream(rec[1], rec)
 
 
+async def _aclose(agen: AsyncGenerator[Any, Any]) -> None:
+    """Close a generator this adapter drives, unless the event loop is closing every open one itself
+    (``asyncio.run`` ending): then the loop closes it, and a second ``aclose()`` would meet the first."""
+    if not loop_closes_async_generators():
+        await agen.aclose()
+
+
 async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> AsyncGenerator[Any, Any]:
     """Iterate ``agen`` with the stream's session and call current in every step; end the call at the end."""
-    own_async_generator(agen)  # closed here when this is closed, not by the event loop as well
     handle, call_id = stream.handle, stream.rec[0]
     while True:
         s_token = session_var.set(handle)
@@ -204,7 +210,7 @@ async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> Async
             s_token = session_var.set(handle)
             c_token = call_var.set(call_id)
             try:
-                await agen.aclose()
+                await _aclose(agen)
             finally:
                 _reset(call_var, c_token)
                 _reset(session_var, s_token)
@@ -320,8 +326,6 @@ async def _function_filter(context: FunctionInvocationContext, next: Callable[[A
                 if owner is not None and owner.open:  # the kernel stream's own function (its first step)
                     owner.open = False
                     owner.stream = stream
-                    if inspect.isasyncgen(result.value):
-                        own_async_generator(result.value)  # its owner closes it, not the event loop as well
             return
         _prompt_calls.discard(call_id)
         output = _function_output(context)
@@ -452,11 +456,8 @@ def _open_stream(kind: str, describe: Callable[[], tuple[str, Any, dict[str, Any
 
 
 def _driven(agen: AsyncGenerator[Any, Any], stream: _Stream | None) -> AsyncGenerator[Any, Any]:
-    """``agen``, run under the stream's call when there is one; for a caller that closes it itself.
-
-    The event loop does not close it as well when it shuts down (see ``own_async_generator``).
-    """
-    return own_async_generator(agen if stream is None else _traced_agen(agen, stream))
+    """``agen``, run under the stream's call when there is one."""
+    return agen if stream is None else _traced_agen(agen, stream)
 
 
 def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -474,7 +475,7 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await inner.aclose()  # also when closed early
+            await _aclose(inner)  # also when closed early
 
     return _wraps(get_streaming_chat_message_contents, original)
 
@@ -485,7 +486,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
     if nested is not None:  # SK iterates it with ``async for``, which never closes it
         try:
             if not getattr(nested.agen, "ag_running", False):
-                await nested.agen.aclose()
+                await _aclose(nested.agen)
         except Exception:
             _log_once("closing a nested kernel stream")
         await _close_owned(nested, exc)
@@ -497,7 +498,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
         if inspect.isasyncgen(source):
             if source.ag_running:
                 return  # being iterated elsewhere: it ends by itself
-            await source.aclose()  # GeneratorExit at its yield: closes the function's generator, ends the call
+            await _aclose(source)  # GeneratorExit at its yield: closes the function's generator, ends the call
         elif inspect.isgenerator(source):
             if source.gi_running:
                 return
@@ -510,7 +511,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
 
 def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     async def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        agen = own_async_generator(original(self, *args, **kwargs))  # closed below, not by the event loop as well
+        agen = original(self, *args, **kwargs)
         owner = _KernelStream(agen) if _active else None
         outer = _kernel_stream.get()
         if owner is not None and outer is not None and outer.open:  # iterated by another kernel stream
@@ -534,7 +535,7 @@ def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             raise
         finally:
             try:
-                await agen.aclose()
+                await _aclose(agen)
             finally:
                 if owner is not None:
                     await _close_owned(owner, exc)
@@ -593,7 +594,7 @@ def _wrap_agent_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await inner.aclose()  # also when closed early
+            await _aclose(inner)  # also when closed early
 
     return _wraps(invoke, original)
 
@@ -607,7 +608,7 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
                 async for item in inner:
                     yield item
             finally:
-                await inner.aclose()  # also when closed early
+                await _aclose(inner)  # also when closed early
             return
         token = _group_chat.set(id(self))
         try:
@@ -620,14 +621,13 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await inner.aclose()  # also when closed early
+            await _aclose(inner)  # also when closed early
 
     return _wraps(invoke, original)
 
 
 async def _marking(agen: AsyncGenerator[Any, Any], marker: int) -> AsyncGenerator[Any, Any]:
     """Run each step of ``agen`` with ``_group_chat`` set to ``marker``."""
-    own_async_generator(agen)
     try:
         while True:
             token = _group_chat.set(marker)
@@ -639,7 +639,7 @@ async def _marking(agen: AsyncGenerator[Any, Any], marker: int) -> AsyncGenerato
                 _reset(_group_chat, token)
             yield item
     finally:
-        await agen.aclose()
+        await _aclose(agen)
 
 
 # --- orchestrations and the in-process runtime --------------------------------------------------
