@@ -23,6 +23,7 @@ call named after the nodes it names.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -34,10 +35,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any, ClassVar
 
 from openprogram._capture import json_string
-from openprogram._context import NoSessionError, session_var
+from openprogram._context import NoSessionError, call_var, session_var
 from openprogram._instrument import Integration
 from openprogram._propagation import drive_async_generator, drive_generator, loop_closes_async_generators
-from openprogram._recorder import Opened, call_scope, close_call, open_call, register_control_flow
+from openprogram._recorder import Opened, _reset, call_scope, close_call, end_call, open_call, register_control_flow
 from openprogram._session import session_context, session_for_run
 from openprogram._tool import injected_arguments, records_itself
 
@@ -484,19 +485,32 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
         close_call(opened, exc)
 
 
+_TIMED_OUT = TimeoutError("the attempt timed out (TimeoutPolicy) and LangGraph retried the node")
+
+
 class _Attempts:
     """Stands in for the ``proc`` of a task run under a retry policy, so that every attempt is its own
     ``node`` call: LangGraph's retry loop runs ``proc.invoke`` (async: ``ainvoke`` or, for
     ``astream_events`` / ``astream_log``, ``astream``) once per attempt, so whatever an attempt runs
-    (tools, subgraphs, functions) nests under that attempt's call."""
+    (tools, subgraphs, functions) nests under that attempt's call.
 
-    __slots__ = ("count", "pending", "proc", "task")
+    What an attempt's ending means is sometimes decided by the loop, outside the attempt: a
+    ``CancelledError`` may be the run being cancelled (``interrupted``) or, in LangGraph 1.2, a
+    node's own cancellation turned into a ``NodeCancelledError`` (a failure, retried or not); an
+    attempt cut short by a ``TimeoutPolicy`` is given up on (``NodeTimeoutError``) while its
+    cancellation is still on its way. Such attempts are settled when the next attempt begins
+    (LangGraph retried: a failure) or when the loop ends (with the loop's own exception)."""
+
+    __slots__ = ("cancelled", "count", "pending", "proc", "running", "settled", "task")
 
     def __init__(self, task: Any) -> None:
         self.task = task
         self.proc = task.proc
         self.count = 0  # attempts begun
         self.pending: Opened | None = None  # an attempt's call left for the wrapper to end
+        self.running: Opened | None = None  # the attempt whose proc call has not returned
+        self.cancelled: tuple[tuple[Any, ...], BaseException] | None = None  # ended by a CancelledError
+        self.settled: set[Any] = set()  # ids of attempts ended here rather than by themselves
 
     def __getattr__(self, name: str) -> Any:
         if name in _Attempts.__slots__:
@@ -504,22 +518,60 @@ class _Attempts:
         return getattr(self.proc, name)  # anything else LangGraph may read off the runnable
 
     def _begin(self) -> Opened | None:
+        self._settle(None)  # a new attempt: LangGraph retried whatever it left undecided
         self.count += 1
-        return _begin_node(self.task, self.count)
+        opened = _begin_node(self.task, self.count)
+        self.running = opened
+        return opened
+
+    def _settle(self, exc: BaseException | None) -> None:
+        """End the attempts the loop decided about: ``exc`` is the loop's exception (None: it retried)."""
+        try:
+            running, self.running = self.running, None
+            if running is not None:  # given up on (a timeout) and not ended yet
+                self.settled.add(running[0][0])
+                if exc is None:
+                    end_call(running[0], _TIMED_OUT, None, status="error")
+                else:
+                    end_call(running[0], exc)
+            cancelled, self.cancelled = self.cancelled, None
+            if cancelled is not None:
+                rec, own = cancelled
+                if exc is None:  # retried: LangGraph took the cancellation for a failure
+                    end_call(rec, own, None, status="error")
+                else:
+                    end_call(rec, exc)
+        except Exception:
+            _log_once("run_with_retry (ending an attempt)")
 
     def _end(self, opened: Opened, exc: BaseException | None) -> None:
+        if self.running is opened:
+            self.running = None
+        if opened[0][0] in self.settled:  # already ended by _settle: restore the context only
+            close_call(opened, exc)
+            return
         if exc is not None and isinstance(exc, _parent_command):
             # LangGraph decides after the attempt: a Command for this graph runs the node's
             # writers (the node's output, as today), any other is passed on. The wrapper ends it.
             self.pending = opened
             return
+        if isinstance(exc, asyncio.CancelledError):
+            # The run cancelled, or (LangGraph 1.2) the node's own cancellation, a failure: the loop decides.
+            rec, c_token, s_token = opened
+            _reset(call_var, c_token)
+            if s_token is not None:
+                _reset(session_var, s_token)
+            self.cancelled = (rec, exc)
+            return
         # A failure LangGraph retries ends its attempt "error"; an interrupt ends the loop, as today.
         _end_node(opened, self.task, exc)
 
     def finish(self, exc: BaseException | None) -> None:
-        """After LangGraph's loop: end the call it left pending, or record the task as one call
-        when it ended before any attempt began (e.g. a sync node with a timeout policy)."""
+        """After LangGraph's loop: end what it left undecided or pending, or record the task as one
+        call when it ended before any attempt began (e.g. a sync node with a timeout policy)."""
         try:
+            if self.running is not None or self.cancelled is not None:
+                self._settle(exc)  # None: the loop succeeded after them, so it retried them
             opened = self.pending
             if opened is None and self.count == 0:
                 opened = _begin_node(self.task)

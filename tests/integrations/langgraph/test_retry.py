@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Any
 
+import langgraph.errors
 import openprogram
 import pytest
 from conftest import attributes, by_kind, calls, one
@@ -374,3 +375,74 @@ async def test_parallel_retried_tasks_keep_their_attempts_apart(store: Any) -> N
     for attempts in by_task.values():
         assert [(attributes(a)["attempt"], a.status) for a in attempts] == [(1, "error"), (2, "ok")]
         assert attempts[0].error == f"Flaky: first try of {attempts[1].output}"
+
+
+_timeouts = pytest.mark.skipif(
+    not hasattr(langgraph.errors, "NodeTimeoutError"), reason="TimeoutPolicy is newer than this langgraph"
+)
+
+
+def _timing_out(slow_attempts: int, begun: list[int]) -> Any:
+    """An async node whose first ``slow_attempts`` attempts outlast its timeout."""
+
+    async def slow(state: Log) -> dict[str, Any]:
+        begun.append(len(begun) + 1)
+        if len(begun) <= slow_attempts:
+            await asyncio.sleep(5)  # cut short by the timeout
+        return {"log": ["slow"]}
+
+    return slow
+
+
+def _timed_graph(node: Any) -> Any:
+    g = StateGraph(Log)
+    g.add_node("slow", node, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False,
+                                                      retry_on=lambda exc: True), timeout=0.5)  # fmt: skip
+    g.add_edge(START, "slow")
+    g.add_edge("slow", END)
+    return g.compile()
+
+
+@_timeouts
+async def test_a_timed_out_attempt_is_a_failed_attempt_ended_before_the_next(store: Any) -> None:
+    # LangGraph gives up on the attempt and starts the next while its cancellation is still on the way.
+    begun: list[int] = []
+    async with openprogram.session_context(store=store) as h:
+        assert await _timed_graph(_timing_out(1, begun)).ainvoke({"log": []}) == {"log": ["slow"]}
+    first, second = _attempts(calls(store, h.session_id), "slow")
+    assert (first.status, second.status) == ("error", "ok")
+    assert "timed out" in first.error and first.ended_at <= second.started_at
+    assert [attributes(n)["attempt"] for n in (first, second)] == [1, 2]
+
+
+@_timeouts
+async def test_exhausted_timeouts_end_the_last_attempt_with_langgraphs_error(store: Any) -> None:
+    async with openprogram.session_context(store=store) as h:
+        with pytest.raises(langgraph.errors.NodeTimeoutError):
+            await _timed_graph(_timing_out(2, [])).ainvoke({"log": []})
+    records = calls(store, h.session_id)
+    first, second = _attempts(records, "slow")
+    assert (first.status, second.status) == ("error", "error")
+    assert second.error.startswith("NodeTimeoutError") and "timed out" in first.error
+    assert one(records, "graph", "LangGraph").error.startswith("NodeTimeoutError")
+
+
+@pytest.mark.skipif(not hasattr(langgraph.errors, "NodeCancelledError"),
+                    reason="this langgraph does not turn a node's own CancelledError into a failure")  # fmt: skip
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_nodes_own_cancellation_is_the_failure_langgraph_makes_of_it(store: Any, kind: str) -> None:
+    def sync_node(state: Log) -> dict[str, Any]:
+        raise asyncio.CancelledError
+
+    async def async_node(state: Log) -> dict[str, Any]:
+        raise asyncio.CancelledError
+
+    graph = _graph(sync_node if kind == "sync" else async_node)
+    async with openprogram.session_context(store=store) as h:
+        with pytest.raises(langgraph.errors.NodeCancelledError):
+            if kind == "sync":
+                graph.invoke({"log": []})
+            else:
+                await graph.ainvoke({"log": []})
+    (attempt,) = _attempts(calls(store, h.session_id))
+    assert attempt.status == "error" and attempt.error.startswith("NodeCancelledError")
