@@ -19,7 +19,7 @@ __all__ = [
     "ContextThreadPoolExecutor",
     "drive_async_generator",
     "drive_generator",
-    "loop_closes_async_generators",
+    "close_inner",
     "propagate",
 ]
 
@@ -136,20 +136,38 @@ def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Con
     return _async_generator_function(lambda: (agen, context))()
 
 
-def loop_closes_async_generators() -> bool:
-    """True while the running event loop is closing every open async generator itself.
+def _loop_is_closing(agen: Any) -> bool:
+    """True when the running event loop closes ``agen`` itself.
 
-    ``asyncio.run`` (``loop.shutdown_asyncgens()``) ends by calling ``aclose()`` on
-    every async generator still open, all at once. A generator that drives another
-    one must not close that one too then: the two ``aclose()`` calls would meet and
-    the loop would log "aclose(): asynchronous generator is already running". So
-    while this is true, a driver leaves its inner generator to the loop.
+    asyncio's loop keeps every async generator begun under it in ``_asyncgens`` and takes
+    one out only to close it: all of them in ``shutdown_asyncgens()``, a dropped one when
+    its finalizer runs. Begun here and no longer there: the loop's. Another loop (no such
+    set): not known, so never.
     """
     try:
-        loop = asyncio.get_running_loop()
+        registered = getattr(asyncio.get_running_loop(), "_asyncgens", None)
     except RuntimeError:
         return False
-    return getattr(loop, "_asyncgens_shutdown_called", False) is True  # asyncio's flag; another loop: False
+    return registered is not None and agen not in registered
+
+
+async def close_inner(agen: AsyncGenerator[Any, Any], context: contextvars.Context | None = None) -> None:
+    """Close ``agen``, an async generator a driving generator iterates, as the driver is closed.
+
+    Not while another close of it is under way: ``asyncio.run`` ends by closing every
+    open async generator at once (``loop.shutdown_asyncgens()``), and the loop closes a
+    dropped one (say, collected with its driver in one garbage cycle) in a task of its
+    own. Two ``aclose()`` calls meeting fail with "aclose(): asynchronous generator is
+    already running", which the loop logs.
+    ``context``: run the close in it (else in the caller's).
+    """
+    if getattr(agen, "ag_running", False) or _loop_is_closing(agen):
+        return  # being closed: by the loop, or by whoever runs it now
+    try:
+        await (agen.aclose() if context is None else _in_context(context, agen.aclose()))
+    except RuntimeError:
+        if not getattr(agen, "ag_running", False):
+            raise  # the generator's own error, not two closes meeting
 
 
 def _async_generator_function(
@@ -170,8 +188,7 @@ def _async_generator_function(
                 arg = yield item
                 method = agen.asend
             except GeneratorExit:
-                if not loop_closes_async_generators():  # else the loop closes agen itself
-                    await _in_context(context, agen.aclose())
+                await close_inner(agen, context)
                 raise
             except BaseException as exc:
                 method, arg = agen.athrow, exc

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 from openprogram._capture import json_string
 from openprogram._context import NoSessionError, call_var, session_var
 from openprogram._instrument import Integration
-from openprogram._propagation import drive_async_generator, drive_generator, loop_closes_async_generators
+from openprogram._propagation import close_inner, drive_async_generator, drive_generator
 from openprogram._recorder import Opened, _reset, call_scope, close_call, end_call, open_call, register_control_flow
 from openprogram._session import session_context, session_for_run
 from openprogram._tool import injected_arguments, records_itself
@@ -230,8 +230,7 @@ async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: An
             yield chunk
     except BaseException as exc:
         try:
-            if not loop_closes_async_generators():  # else the loop closes it itself
-                await inner.aclose()  # type: ignore[attr-defined]
+            await close_inner(inner)  # type: ignore[arg-type]
         finally:
             start.end(exc)
             if session is not None:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
-from openprogram._propagation import loop_closes_async_generators, propagate
+from openprogram._propagation import close_inner, propagate
 from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
 
 if TYPE_CHECKING:
@@ -179,13 +179,6 @@ def _detach(opened: Opened) -> _Stream:
     return _Stream(rec[1], rec)
 
 
-async def _aclose(agen: AsyncGenerator[Any, Any]) -> None:
-    """Close a generator this adapter drives, unless the event loop is closing every open one itself
-    (``asyncio.run`` ending): then the loop closes it, and a second ``aclose()`` would meet the first."""
-    if not loop_closes_async_generators():
-        await agen.aclose()
-
-
 async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> AsyncGenerator[Any, Any]:
     """Iterate ``agen`` with the stream's session and call current in every step; end the call at the end."""
     handle, call_id = stream.handle, stream.rec[0]
@@ -210,7 +203,7 @@ async def _traced_agen(agen: AsyncGenerator[Any, Any], stream: _Stream) -> Async
             s_token = session_var.set(handle)
             c_token = call_var.set(call_id)
             try:
-                await _aclose(agen)
+                await close_inner(agen)
             finally:
                 _reset(call_var, c_token)
                 _reset(session_var, s_token)
@@ -475,7 +468,7 @@ def _wrap_chat_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await _aclose(inner)  # also when closed early
+            await close_inner(inner)  # also when closed early
 
     return _wraps(get_streaming_chat_message_contents, original)
 
@@ -486,7 +479,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
     if nested is not None:  # SK iterates it with ``async for``, which never closes it
         try:
             if not getattr(nested.agen, "ag_running", False):
-                await _aclose(nested.agen)
+                await close_inner(nested.agen)
         except Exception:
             _log_once("closing a nested kernel stream")
         await _close_owned(nested, exc)
@@ -498,7 +491,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
         if inspect.isasyncgen(source):
             if source.ag_running:
                 return  # being iterated elsewhere: it ends by itself
-            await _aclose(source)  # GeneratorExit at its yield: closes the function's generator, ends the call
+            await close_inner(source)  # GeneratorExit at its yield: closes the function's generator, ends the call
         elif inspect.isgenerator(source):
             if source.gi_running:
                 return
@@ -535,7 +528,7 @@ def _wrap_kernel_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             raise
         finally:
             try:
-                await _aclose(agen)
+                await close_inner(agen)
             finally:
                 if owner is not None:
                     await _close_owned(owner, exc)
@@ -594,7 +587,7 @@ def _wrap_agent_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await _aclose(inner)  # also when closed early
+            await close_inner(inner)  # also when closed early
 
     return _wraps(invoke, original)
 
@@ -608,7 +601,7 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
                 async for item in inner:
                     yield item
             finally:
-                await _aclose(inner)  # also when closed early
+                await close_inner(inner)  # also when closed early
             return
         token = _group_chat.set(id(self))
         try:
@@ -621,7 +614,7 @@ def _wrap_group_chat(original: Callable[..., Any]) -> Callable[..., Any]:
             async for item in inner:
                 yield item
         finally:
-            await _aclose(inner)  # also when closed early
+            await close_inner(inner)  # also when closed early
 
     return _wraps(invoke, original)
 
@@ -639,7 +632,7 @@ async def _marking(agen: AsyncGenerator[Any, Any], marker: int) -> AsyncGenerato
                 _reset(_group_chat, token)
             yield item
     finally:
-        await _aclose(agen)
+        await close_inner(agen)
 
 
 # --- orchestrations and the in-process runtime --------------------------------------------------

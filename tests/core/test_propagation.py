@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import inspect
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -127,6 +129,70 @@ def test_a_propagated_async_generator_left_open_closes_once_at_loop_shutdown(sto
         asyncio.run(main())
     assert loop_errors == []
     assert sorted(cleaned) == [0, 1, 2]
+
+
+def test_propagated_async_generators_dropped_in_a_garbage_cycle_close_once(store: openprogram.Store) -> None:
+    # Collected with their driver in one cycle, the inner generators are closed by the loop's
+    # finalizer in a task of its own: the driver must leave them to it.
+    cleaned: list[int] = []
+    loop_errors: list[str] = []
+
+    async def numbers(tag: int) -> AsyncIterator[int]:
+        try:
+            for i in range(10):
+                yield i
+        finally:
+            for _ in range(3):  # a cleanup that awaits
+                await asyncio.sleep(0)
+            cleaned.append(tag)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: loop_errors.append(context["message"]))
+        bound = openprogram.propagate(numbers)
+        for tag in range(3):
+            cycle: list[Any] = [bound(tag)]
+            cycle.append(cycle)
+            async for _ in cycle[0]:
+                break
+            del cycle
+        gc.collect()
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    with openprogram.session_context("cycle", store=store):
+        asyncio.run(main())
+    assert loop_errors == []
+    assert sorted(cleaned) == [0, 1, 2]
+
+
+def test_a_propagated_async_generator_begun_after_shutdown_asyncgens_is_closed(store: openprogram.Store) -> None:
+    # A loop may run on after loop.shutdown_asyncgens(); what begins then is closed by its driver again.
+    cleaned: list[str] = []
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)
+            cleaned.append("finally")
+
+    async def later() -> None:
+        stream = openprogram.propagate(numbers)()
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+
+    loop = asyncio.new_event_loop()
+    try:
+        with openprogram.session_context("after-shutdown", store=store):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)  # asyncio's: "scheduled after shutdown_asyncgens"
+                loop.run_until_complete(later())
+    finally:
+        loop.close()
+    assert cleaned == ["finally"]
 
 
 def test_propagated_function_runs_many_times_concurrently(store: openprogram.Store) -> None:
