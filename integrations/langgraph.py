@@ -484,7 +484,7 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
         close_call(opened, exc)
 
 
-_TIMED_OUT = TimeoutError("the attempt timed out (TimeoutPolicy) and LangGraph retried the node")
+_TIMED_OUT = TimeoutError("the attempt timed out (TimeoutPolicy)")
 
 
 class _Attempts:
@@ -500,7 +500,7 @@ class _Attempts:
     cancellation is still on its way. Such attempts are settled when the next attempt begins
     (LangGraph retried: a failure) or when the loop ends (with the loop's own exception)."""
 
-    __slots__ = ("cancelled", "count", "pending", "proc", "running", "settled", "task")
+    __slots__ = ("cancelled", "count", "loop_task", "pending", "proc", "running", "settled", "task")
 
     def __init__(self, task: Any) -> None:
         self.task = task
@@ -510,6 +510,7 @@ class _Attempts:
         self.running: Opened | None = None  # the attempt whose proc call has not returned
         self.cancelled: tuple[tuple[Any, ...], BaseException] | None = None  # ended by a CancelledError
         self.settled: set[Any] = set()  # ids of attempts ended here rather than by themselves
+        self.loop_task: asyncio.Task[Any] | None = None  # the task running LangGraph's async retry loop
 
     def __getattr__(self, name: str) -> Any:
         if name in _Attempts.__slots__:
@@ -555,6 +556,9 @@ class _Attempts:
             self.pending = opened
             return
         if isinstance(exc, asyncio.CancelledError):
+            if self._timed_out():
+                close_call(opened, _TIMED_OUT)  # a failure: "error", with the reason
+                return
             # The run cancelled, or (LangGraph 1.2) the node's own cancellation, a failure: the loop decides.
             rec, c_token, s_token = opened
             _reset(call_var, c_token)
@@ -564,6 +568,16 @@ class _Attempts:
             return
         # A failure LangGraph retries ends its attempt "error"; an interrupt ends the loop, as today.
         _end_node(opened, self.task, exc)
+
+    def _timed_out(self) -> bool:
+        """Cancelled in a task of its own (LangGraph 1.2 runs an attempt with a timeout so) while the
+        retry loop's task is not being cancelled: the timeout's doing, not the run's cancellation."""
+        loop_task = self.loop_task
+        current = asyncio.current_task() if loop_task is not None else None
+        if current is None or current is loop_task:
+            return False
+        cancelling = getattr(loop_task, "cancelling", None)  # Python >= 3.11; before: the loop decides
+        return cancelling is not None and cancelling() == 0
 
     def finish(self, exc: BaseException | None) -> None:
         """After LangGraph's loop: end what it left undecided or pending, or record the task as one
@@ -687,6 +701,7 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
             retried = _with_attempts(task, args, kwargs)
             if retried is not None:
                 attempts, args, kwargs = retried
+                attempts.loop_task = asyncio.current_task()
                 try:
                     result = await original(*args, **kwargs)
                 except BaseException as exc:

@@ -446,3 +446,26 @@ async def test_a_nodes_own_cancellation_is_the_failure_langgraph_makes_of_it(sto
                 await graph.ainvoke({"log": []})
     (attempt,) = _attempts(calls(store, h.session_id))
     assert attempt.status == "error" and attempt.error.startswith("NodeCancelledError")
+
+
+@_timeouts
+async def test_a_timed_out_attempt_is_an_error_even_when_the_run_fails_before_the_retry(store: Any) -> None:
+    # The attempt times out at once; while LangGraph waits to retry, a sibling node fails and the
+    # retry never comes. The attempt timed out all the same: "error", not "interrupted".
+    async def bad(state: Log) -> dict[str, Any]:
+        await asyncio.sleep(0.6)
+        raise ValueError("sibling fails")
+
+    g = StateGraph(Log)
+    waits = RetryPolicy(max_attempts=3, initial_interval=5.0, jitter=False, retry_on=lambda exc: True)
+    g.add_node("slow", _timing_out(3, []), retry_policy=waits, timeout=0.2)
+    g.add_node("bad", bad)
+    g.add_edge(START, "slow")
+    g.add_edge(START, "bad")
+    g.add_edge("slow", END)
+    g.add_edge("bad", END)
+    async with openprogram.session_context(store=store) as h:
+        with pytest.raises(ValueError, match="sibling fails"):
+            await g.compile().ainvoke({"log": []})
+    (attempt,) = _attempts(calls(store, h.session_id), "slow")
+    assert attempt.status == "error" and "timed out" in attempt.error
