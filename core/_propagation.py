@@ -137,29 +137,31 @@ def drive_async_generator(agen: AsyncGenerator[Y, Any], context: contextvars.Con
 
 
 def _loop_is_closing(agen: Any) -> bool:
-    """True when the running event loop closes ``agen`` itself.
+    """True while the running event loop's ``shutdown_asyncgens()`` closes ``agen`` itself.
 
-    asyncio's loop keeps every async generator begun under it in ``_asyncgens`` and takes
-    one out only to close it: all of them in ``shutdown_asyncgens()``, a dropped one when
-    its finalizer runs. Begun here and no longer there: the loop's. Another loop (no such
-    set): not known, so never.
+    asyncio's loop keeps every async generator begun under it in ``_asyncgens``; its
+    shutdown takes them all out of that set and closes them at once. A generator begun
+    after the shutdown (a loop may run on) is in the set again, and its driver closes it.
+    Another loop (no such flag or set): not known, so never.
     """
     try:
-        registered = getattr(asyncio.get_running_loop(), "_asyncgens", None)
+        loop = asyncio.get_running_loop()
     except RuntimeError:
         return False
+    if getattr(loop, "_asyncgens_shutdown_called", False) is not True:
+        return False
+    registered = getattr(loop, "_asyncgens", None)
     return registered is not None and agen not in registered
 
 
 async def close_inner(agen: AsyncGenerator[Any, Any], context: contextvars.Context | None = None) -> None:
     """Close ``agen``, an async generator a driving generator iterates, as the driver is closed.
 
-    Not while another close of it is under way: ``asyncio.run`` ends by closing every
-    open async generator at once (``loop.shutdown_asyncgens()``), and the loop closes a
-    dropped one (say, collected with its driver in one garbage cycle) in a task of its
-    own. Two ``aclose()`` calls meeting fail with "aclose(): asynchronous generator is
-    already running", which the loop logs.
-    ``context``: run the close in it (else in the caller's).
+    Not while another close of it is under way (two ``aclose()`` calls meeting fail with
+    "aclose(): asynchronous generator is already running", which the loop logs): not
+    while it runs, and not while ``asyncio.run`` ends by closing every open async
+    generator at once (``loop.shutdown_asyncgens()``). ``context``: run the close in it
+    (else in the caller's), so that its cleanup is recorded where its steps were.
     """
     if getattr(agen, "ag_running", False) or _loop_is_closing(agen):
         return  # being closed: by the loop, or by whoever runs it now
