@@ -487,6 +487,18 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
 _TIMED_OUT = TimeoutError("the attempt timed out (TimeoutPolicy)")
 
 
+def _after_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while LangGraph handled a node's timeout (waiting to retry)."""
+    seen = exc.__context__
+    for _ in range(8):
+        if seen is None:
+            return False
+        if type(seen).__name__ == "NodeTimeoutError":
+            return True
+        seen = seen.__context__
+    return False
+
+
 class _Attempts:
     """Stands in for the ``proc`` of a task run under a retry policy, so that every attempt is its own
     ``node`` call: LangGraph's retry loop runs ``proc.invoke`` (async: ``ainvoke`` or, for
@@ -527,20 +539,16 @@ class _Attempts:
     def _settle(self, exc: BaseException | None) -> None:
         """End the attempts the loop decided about: ``exc`` is the loop's exception (None: it retried)."""
         try:
+            # Retried (LangGraph retries no cancellation but its timeout's), or the run failed
+            # while it waited to retry after a timeout: the attempt timed out.
+            timed_out = exc is None or (isinstance(exc, asyncio.CancelledError) and _after_timeout(exc))
             running, self.running = self.running, None
-            if running is not None:  # given up on (a timeout) and not ended yet
+            if running is not None:  # given up on and not ended yet
                 self.settled.add(running[0][0])
-                if exc is None:
-                    end_call(running[0], _TIMED_OUT, None, status="error")
-                else:
-                    end_call(running[0], exc)
+                end_call(running[0], _TIMED_OUT if timed_out else exc)
             cancelled, self.cancelled = self.cancelled, None
             if cancelled is not None:
-                rec, own = cancelled
-                if exc is None:  # retried: LangGraph took the cancellation for a failure
-                    end_call(rec, own, None, status="error")
-                else:
-                    end_call(rec, exc)
+                end_call(cancelled[0], _TIMED_OUT if timed_out else exc)
         except Exception:
             _log_once("run_with_retry (ending an attempt)")
 
@@ -570,14 +578,15 @@ class _Attempts:
         _end_node(opened, self.task, exc)
 
     def _timed_out(self) -> bool:
-        """Cancelled in a task of its own (LangGraph 1.2 runs an attempt with a timeout so) while the
-        retry loop's task is not being cancelled: the timeout's doing, not the run's cancellation."""
+        """The attempt's own task was cancelled (LangGraph 1.2 runs an attempt with a timeout in a
+        task of its own and cancels it on timeout) while the retry loop's task was not: the
+        timeout's doing, not the run's cancellation nor the node's own ``CancelledError``."""
         loop_task = self.loop_task
         current = asyncio.current_task() if loop_task is not None else None
         if current is None or current is loop_task:
             return False
-        cancelling = getattr(loop_task, "cancelling", None)  # Python >= 3.11; before: the loop decides
-        return cancelling is not None and cancelling() == 0
+        own = getattr(current, "cancelling", None)  # Python >= 3.11; before: the loop decides
+        return own is not None and own() > 0 and loop_task.cancelling() == 0  # type: ignore[union-attr]
 
     def finish(self, exc: BaseException | None) -> None:
         """After LangGraph's loop: end what it left undecided or pending, or record the task as one

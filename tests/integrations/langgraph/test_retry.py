@@ -377,6 +377,12 @@ async def test_parallel_retried_tasks_keep_their_attempts_apart(store: Any) -> N
         assert attempts[0].error == f"Flaky: first try of {attempts[1].output}"
 
 
+#: LangGraph tells an async node's own CancelledError from the run's cancellation with Task.cancelling().
+_own_cancellation_async = pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="LangGraph needs Task.cancelling() (Python 3.11) to tell a node's own cancellation",
+)
+
 _timeouts = pytest.mark.skipif(
     not hasattr(langgraph.errors, "NodeTimeoutError"), reason="TimeoutPolicy is newer than this langgraph"
 )
@@ -429,7 +435,7 @@ async def test_exhausted_timeouts_end_the_last_attempt_with_langgraphs_error(sto
 
 @pytest.mark.skipif(not hasattr(langgraph.errors, "NodeCancelledError"),
                     reason="this langgraph does not turn a node's own CancelledError into a failure")  # fmt: skip
-@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["sync", pytest.param("async", marks=_own_cancellation_async)])
 async def test_a_nodes_own_cancellation_is_the_failure_langgraph_makes_of_it(store: Any, kind: str) -> None:
     def sync_node(state: Log) -> dict[str, Any]:
         raise asyncio.CancelledError
@@ -449,16 +455,28 @@ async def test_a_nodes_own_cancellation_is_the_failure_langgraph_makes_of_it(sto
 
 
 @_timeouts
-async def test_a_timed_out_attempt_is_an_error_even_when_the_run_fails_before_the_retry(store: Any) -> None:
-    # The attempt times out at once; while LangGraph waits to retry, a sibling node fails and the
-    # retry never comes. The attempt timed out all the same: "error", not "interrupted".
+@pytest.mark.parametrize("cleanup", [0.0, 0.6], ids=["prompt cleanup", "still cleaning up when the run fails"])
+async def test_a_timed_out_attempt_is_an_error_even_when_the_run_fails_before_the_retry(
+    store: Any, cleanup: float
+) -> None:
+    # The attempt times out at 0.2 s; while LangGraph waits to retry, a sibling node fails (0.6 s) and
+    # the retry never comes. The attempt timed out all the same: "error", not "interrupted" (also
+    # when its own cleanup, after the cancellation, still runs when the run fails).
+    async def slow(state: Log) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.shield(asyncio.sleep(cleanup))  # closing a connection, say
+            raise
+        return {"log": ["slow"]}
+
     async def bad(state: Log) -> dict[str, Any]:
         await asyncio.sleep(0.6)
         raise ValueError("sibling fails")
 
     g = StateGraph(Log)
     waits = RetryPolicy(max_attempts=3, initial_interval=5.0, jitter=False, retry_on=lambda exc: True)
-    g.add_node("slow", _timing_out(3, []), retry_policy=waits, timeout=0.2)
+    g.add_node("slow", slow, retry_policy=waits, timeout=0.2)
     g.add_node("bad", bad)
     g.add_edge(START, "slow")
     g.add_edge(START, "bad")
@@ -469,3 +487,26 @@ async def test_a_timed_out_attempt_is_an_error_even_when_the_run_fails_before_th
             await g.compile().ainvoke({"log": []})
     (attempt,) = _attempts(calls(store, h.session_id), "slow")
     assert attempt.status == "error" and "timed out" in attempt.error
+
+
+@_timeouts
+@_own_cancellation_async
+async def test_a_nodes_own_cancellation_under_a_timeout_policy_is_not_a_timeout(store: Any) -> None:
+    # The node cancels a task it started and lets the CancelledError out, well within its timeout:
+    # LangGraph raises NodeCancelledError, and so does the attempt's record.
+    async def node(state: Log) -> dict[str, Any]:
+        helper = asyncio.ensure_future(asyncio.sleep(5))
+        await asyncio.sleep(0.01)
+        helper.cancel()
+        await helper
+        return {"log": ["never"]}
+
+    g = StateGraph(Log)
+    g.add_node("n", node, retry_policy=POLICY, timeout=2.0)
+    g.add_edge(START, "n")
+    g.add_edge("n", END)
+    async with openprogram.session_context(store=store) as h:
+        with pytest.raises(langgraph.errors.NodeCancelledError):
+            await g.compile().ainvoke({"log": []})
+    (attempt,) = _attempts(calls(store, h.session_id), "n")
+    assert attempt.status == "error" and attempt.error.startswith("NodeCancelledError")
