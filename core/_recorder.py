@@ -26,6 +26,7 @@ __all__ = [
     "call_scope",
     "close_call",
     "describe_error",
+    "detach_call",
     "end_call",
     "open_call",
     "register_control_flow",
@@ -211,6 +212,19 @@ def close_call(
         end_call(rec, exc, output, attributes, status)
     except Exception:
         logger.exception("openprogram: could not record the end of %s %r", rec[3], rec[4])
+
+
+def detach_call(opened: Opened) -> tuple[Any, ...]:
+    """Restore the context :func:`open_call` changed but keep its call open; return its record.
+
+    For a call that outlives the block that opened it (a stream, an outcome decided later):
+    end it with :func:`end_call`.
+    """
+    rec, c_token, s_token = opened
+    _reset(call_var, c_token)
+    if s_token is not None:
+        _reset(session_var, s_token)
+    return rec
 
 
 def _reset(var: Any, token: Token[Any]) -> None:

@@ -35,10 +35,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any, ClassVar
 
 from openprogram._capture import json_string
-from openprogram._context import NoSessionError, call_var, session_var
+from openprogram._context import NoSessionError, session_var
 from openprogram._instrument import Integration
 from openprogram._propagation import close_inner, drive_async_generator, drive_generator
-from openprogram._recorder import Opened, _reset, call_scope, close_call, end_call, open_call, register_control_flow
+from openprogram._recorder import (
+    Opened,
+    call_scope,
+    close_call,
+    detach_call,
+    end_call,
+    open_call,
+    register_control_flow,
+)
 from openprogram._session import session_context, session_for_run
 from openprogram._tool import injected_arguments, records_itself
 
@@ -568,11 +576,7 @@ class _Attempts:
                 close_call(opened, _TIMED_OUT)  # a failure: "error", with the reason
                 return
             # The run cancelled, or (LangGraph 1.2) the node's own cancellation, a failure: the loop decides.
-            rec, c_token, s_token = opened
-            _reset(call_var, c_token)
-            if s_token is not None:
-                _reset(session_var, s_token)
-            self.cancelled = (rec, exc)
+            self.cancelled = (detach_call(opened), exc)
             return
         # A failure LangGraph retries ends its attempt "error"; an interrupt ends the loop, as today.
         _end_node(opened, self.task, exc)
@@ -642,6 +646,11 @@ class _Attempts:
         self._end(opened, None)
 
 
+def _retried(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a retry policy is in effect for ``task``: LangGraph's rule, the task's own, else the graph's."""
+    return bool(getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy")))
+
+
 def _with_attempts(task: Any, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> tuple[_Attempts, tuple[Any, ...], dict[str, Any]] | None:  # fmt: skip
     """LangGraph's retry-loop arguments with the task's ``proc`` standing in for one call per attempt.
@@ -669,8 +678,7 @@ def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _active:
             return original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
-        # LangGraph's own rule: the task's policy, else the graph's.
-        if getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy")):
+        if _retried(task, args, kwargs):
             retried = _with_attempts(task, args, kwargs)
             if retried is not None:
                 attempts, args, kwargs = retried
@@ -702,11 +710,8 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _active:
             return await original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
-        # LangGraph's own rule: the task's policy, else the graph's. Not with LangGraph 1.0's
-        # ``match_cached_writes`` (unused by its runner): it finds the task by identity.
-        if (getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy"))) and (
-            len(args) <= 3 and kwargs.get("match_cached_writes") is None
-        ):
+        # Not with LangGraph 1.0's ``match_cached_writes`` (unused by its runner): it finds the task by identity.
+        if _retried(task, args, kwargs) and len(args) <= 3 and kwargs.get("match_cached_writes") is None:
             retried = _with_attempts(task, args, kwargs)
             if retried is not None:
                 attempts, args, kwargs = retried

@@ -47,7 +47,7 @@ from openprogram._capture import json_string
 from openprogram._context import SessionHandle, call_var, session_var
 from openprogram._instrument import DidNotEnable, Integration
 from openprogram._propagation import close_inner, propagate
-from openprogram._recorder import Opened, _reset, close_call, end_call, open_call
+from openprogram._recorder import Opened, _reset, close_call, detach_call, end_call, open_call
 
 if TYPE_CHECKING:
     from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
@@ -172,10 +172,7 @@ def _content_text(item: Any) -> str:
 
 def _detach(opened: Opened) -> _Stream:
     """Restore the context ``open_call`` changed but keep its call open, for a stream that outlives it."""
-    rec, c_token, s_token = opened
-    _reset(call_var, c_token)
-    if s_token is not None:
-        _reset(session_var, s_token)
+    rec = detach_call(opened)
     return _Stream(rec[1], rec)
 
 
@@ -478,8 +475,7 @@ async def _close_owned(owner: _KernelStream, exc: BaseException | None) -> None:
     nested = owner.nested
     if nested is not None:  # SK iterates it with ``async for``, which never closes it
         try:
-            if not getattr(nested.agen, "ag_running", False):
-                await close_inner(nested.agen)
+            await close_inner(nested.agen)  # not if it is running: being closed elsewhere
         except Exception:
             _log_once("closing a nested kernel stream")
         await _close_owned(nested, exc)
