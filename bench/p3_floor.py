@@ -65,7 +65,7 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     logging.getLogger("openprogram").setLevel(logging.ERROR)
     import openprogram
     import pydantic_core
-    from openprogram import _recorder
+    from openprogram import _record, _scopes
     from p3_instructions import WORKLOADS
 
     identifier, run = WORKLOADS[framework]()
@@ -79,7 +79,7 @@ def floor(framework: str, runs: int, repeats: int) -> None:
 
     # One instrumented run, keeping every value openprogram encodes.
     captured: list[Any] = []
-    encode = _recorder.capture_json
+    encode = _record.capture_json
 
     def keeping(value: object) -> str:
         captured.append(value)
@@ -91,11 +91,11 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     try:
         with openprogram.session_context(store=store):
             step()  # warm-up: first-time set-up
-            _recorder.capture_json = keeping  # type: ignore[assignment]
+            _record.capture_json = _scopes.capture_json = keeping  # type: ignore[assignment]
             try:
                 step()
             finally:
-                _recorder.capture_json = encode  # type: ignore[assignment]
+                _record.capture_json = _scopes.capture_json = encode  # type: ignore[assignment]
     finally:
         openprogram.uninstrument()
     openprogram.flush()

@@ -74,12 +74,12 @@ def child(framework: str, mode: str, runs: int) -> None:
     os.environ["OPENPROGRAM_HOME"] = home
     logging.getLogger("openprogram").setLevel(logging.ERROR)
     import openprogram
-    from openprogram import _recorder, _writer
+    from openprogram import _record, _scopes, _writer
 
     _writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
     identifier, run = WORKLOADS[framework]()
     if mode == "no capture":
-        _recorder.capture_json = lambda value: "null"  # type: ignore[assignment]
+        _record.capture_json = _scopes.capture_json = lambda value: "null"  # type: ignore[assignment]
     store = openprogram.open_store("memory://" if mode == "memory store" else f"sqlite:///{home}/bench.db")
     is_async = asyncio.iscoroutine(probe := run())
     if is_async:

@@ -11,9 +11,10 @@ from ._capture import Limits, set_limits
 from ._context import NoSessionError, SessionHandle, current_call_id, get_current_session, require_current_session
 from ._ids import InvalidSessionId
 from ._instrument import DidNotEnable, instrument, instrumented, uninstrument
+from ._no_session import configure, implicit_session
 from ._propagation import ContextThreadPoolExecutor, propagate
-from ._recorder import call_scope
-from ._session import configure, export_context, implicit_session, run_with_session, session_context
+from ._scopes import call_scope
+from ._session import export_context, run_with_session, session_context
 from ._tool import tool
 from ._writer import flush, flush_async
 from .stores import CallRecord, SessionInfo, Store, StoreError, open_store

@@ -703,6 +703,14 @@ def mapping_json(value: Mapping[str, Any]) -> str:
 
 def scalar_json(value: Any) -> str:
     """JSON text of ``capture(value)`` for a value of :data:`ATOMIC_TYPES`."""
+    if (
+        type(value) is str
+        and len(value) <= _limits.max_string
+        and (len(value) < 8 or value[0] not in _SECRET_INITIALS)
+        and "@" not in value
+        and "assword" not in value
+    ):
+        return _encode_string(value)  # nothing to cut or redact: the common case, without the checks below
     return _scalar_json(value, _limits)
 
 

@@ -10,7 +10,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol, TextIO
 
+from ._demo import run_demo
 from ._ids import InvalidSessionId, validate_session_id
+from ._spill import load_spill
 from .stores import Store, StoreError, open_store, safe_url
 from .stores._base import CALL_COLUMNS
 
@@ -212,16 +214,12 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_demo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    from ._demo import run_demo
-
     if args.session is not None:
         validate_session_id(args.session)
     return run_demo(store, args.session, out)
 
 
 def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    from ._spill import load_spill
-
     written = load_spill(args.file, store)
     out.write(f"imported {written} records from {args.file} into {store.url}\n")
     return 0

@@ -9,7 +9,8 @@ and no framework.
 from __future__ import annotations
 
 import dataclasses
-from contextvars import ContextVar
+import logging
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from ._ids import as_text
@@ -24,8 +25,11 @@ __all__ = [
     "current_call_id",
     "get_current_session",
     "require_current_session",
+    "reset_var",
     "session_var",
 ]
+
+logger = logging.getLogger("openprogram")
 
 
 class NoSessionError(RuntimeError):
@@ -84,3 +88,15 @@ def require_current_session() -> SessionHandle:
 def current_call_id() -> str | None:
     """The id of the call now running, or None."""
     return as_text(call_var.get())
+
+
+def reset_var(var: ContextVar[Any], token: Token[Any]) -> None:
+    """``var.reset(token)``, where a token set in another context is ignored.
+
+    A call ended in another context (an async generator finalised by the loop) has
+    nothing left to restore: the context it changed is gone.
+    """
+    try:
+        var.reset(token)
+    except ValueError:
+        logger.debug("openprogram: context token reset from another context; ignored")

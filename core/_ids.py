@@ -15,9 +15,11 @@ __all__ = [
     "InvalidSessionId",
     "MAX_ID_LENGTH",
     "derive_session_id",
+    "every_4096_calls",
     "new_call_id",
     "new_session_id",
     "process_owner",
+    "set_pressure_check",
     "validate_session_id",
 ]
 
@@ -103,8 +105,18 @@ def _no_pressure() -> None:
     pass
 
 
-#: Called once every 4096 ids; the background writer installs its back-pressure check here.
-every_4096_calls: Callable[[], None] = _no_pressure
+_pressure_check: Callable[[], None] = _no_pressure
+
+
+def set_pressure_check(check: Callable[[], None]) -> None:
+    """Have ``check()`` run once every 4096 call ids (the background writer's back-pressure)."""
+    global _pressure_check
+    _pressure_check = check
+
+
+def every_4096_calls() -> None:
+    """Run the pressure check; whoever mints call ids inline calls this when the counter's low 12 bits are 0."""
+    _pressure_check()
 
 
 def new_call_id() -> str:

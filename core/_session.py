@@ -1,26 +1,37 @@
-"""``session_context``: the one entry point that installs a session.
+"""Session entry: ``session_context``, the one entry point that installs a session.
 
 Inside the block the session is current for every call in the same thread or
 task; on exit the context is restored exactly (even on exception,
 cancellation or generator close) and, for the outermost block, everything
-recorded is made durable.
+recorded is made durable. Also here: re-installing a handle
+(``run_with_session``), handing the session to a child process
+(``export_context``) and a framework run's own session (``session_for_run``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import threading
 import time
 from contextvars import Token
 from types import TracebackType
 from typing import Any
 
 from . import _writer
-from ._context import NoSessionError, SessionHandle, call_var, session_var
-from ._ids import InvalidSessionId, as_text, derive_session_id, new_call_id, new_session_id, validate_session_id
-from ._recorder import _reset, begin_call, end_call
+from ._blocking import run_blocking
+from ._context import SessionHandle, call_var, reset_var, session_var
+from ._ids import as_text, derive_session_id, new_call_id, new_session_id, validate_session_id
+from ._known_sessions import is_known, learn, note_session
+from ._no_session import (
+    ENV_AGENT_ID,
+    ENV_PARENT_CALL,
+    ENV_SESSION_ID,
+    ENV_TURN_ID,
+    configure,
+    current_policy,
+    implicit_session,
+)
+from ._record import CALL_ID, begin_call, end_call
 from .stores import Store, open_store
 
 __all__ = [
@@ -37,18 +48,7 @@ __all__ = [
 
 logger = logging.getLogger("openprogram")
 
-ENV_SESSION_ID = "OPENPROGRAM_SESSION_ID"
-ENV_TURN_ID = "OPENPROGRAM_TURN_ID"
-ENV_PARENT_CALL = "OPENPROGRAM_PARENT_CALL"
-ENV_AGENT_ID = "OPENPROGRAM_AGENT_ID"
-ENV_NO_SESSION = "OPENPROGRAM_NO_SESSION"
 EXIT_FLUSH_TIMEOUT = 10.0
-_POLICIES = ("auto", "warn", "error")
-
-_known: set[tuple[int, str]] = set()  # (id(store), session_id) recorded by this process
-
-
-_known_lock = threading.Lock()
 
 
 def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
@@ -59,11 +59,8 @@ def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
     once and says whether another process did so first. A store that cannot be
     asked leaves the judgement to this process.
     """
-    key = (id(store), session_id)
-    with _known_lock:
-        if key in _known:
-            return False
-        _known.add(key)
+    if not learn(store, session_id):
+        return False
     try:
         return store.claim_session(session_id, agent_id, time.time())
     except Exception as exc:  # an unusable store never stops the agent (the writer warns of the outage)
@@ -71,13 +68,8 @@ def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
         return True
 
 
-def _note_session(store: Store, session_id: str, agent_id: str, now: float) -> None:
-    _known.add((id(store), session_id))
-    _writer.enqueue([session_id, agent_id, now, now, store])
-
-
 def _exists(store: Store, session_id: str) -> bool:
-    if (id(store), session_id) in _known:
+    if is_known(store, session_id):
         return True
     try:
         return store.session_exists(session_id)
@@ -134,13 +126,13 @@ class session_context:
         current = session_var.get()
         now = time.time()
         turn_id = self.turn_id or new_session_id()
-        _note_session(store, session_id, self.agent_id, now)
+        note_session(store, session_id, self.agent_id, now)
         parent = call_var.get() if current is not None and current.session_id == session_id else None
         inputs = None if self.runtime is None else {"runtime": self.runtime}
         handle = SessionHandle(session_id, turn_id, self.runtime, created, self.agent_id, store, new_call_id())
         rec = begin_call(handle, parent, "turn", self.agent_id, None, inputs, {"created": created},
                          handle.root_call_id)  # fmt: skip
-        tokens = (session_var.set(handle), call_var.set(rec[0]))
+        tokens = (session_var.set(handle), call_var.set(rec[CALL_ID]))
         self._entries.append(_Entry(handle, rec, tokens, current is None))
         return handle
 
@@ -149,8 +141,8 @@ class session_context:
         entries, current = self._entries, session_var.get()
         entry = next((e for e in reversed(entries) if e.handle is current), None) or entries[-1]
         entries.remove(entry)
-        _reset(call_var, entry.tokens[1])
-        _reset(session_var, entry.tokens[0])
+        reset_var(call_var, entry.tokens[1])
+        reset_var(session_var, entry.tokens[0])
         try:
             end_call(entry.rec, exc)
         except Exception:
@@ -174,11 +166,10 @@ class session_context:
         store, session_id = self._resolve()
         if self.session_id is None:
             created = True
-        elif (id(store), session_id) in _known:
+        elif is_known(store, session_id):
             created = False
-        else:  # a store lookup may touch the network: keep it off the event loop
-            loop = asyncio.get_running_loop()
-            created = await loop.run_in_executor(None, self._absent_and_claimed, store, session_id)
+        else:  # a store lookup may touch the network: off the event loop, and off its executor
+            created = await run_blocking(self._absent_and_claimed, store, session_id)
         return self._install(store, session_id, created)
 
     async def __aexit__(
@@ -224,7 +215,7 @@ class run_with_session:
                 continue
             self._tokens.remove(tokens)
             if len(tokens) == 2:
-                _reset(call_var, tokens[1])
+                reset_var(call_var, tokens[1])
             return
         logger.debug("openprogram: run_with_session left in a context it was not entered in; ignored")
 
@@ -264,24 +255,6 @@ def export_context(env: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def _from_environment() -> SessionHandle | None:
-    session_id = os.environ.get(ENV_SESSION_ID)
-    if not session_id:
-        return None
-    try:
-        validate_session_id(session_id)
-        turn_id = validate_session_id(os.environ.get(ENV_TURN_ID) or new_session_id(), what="turn id")
-    except InvalidSessionId as exc:
-        logger.warning("openprogram: ignoring %s from the environment: %s", ENV_SESSION_ID, exc)
-        return None
-    parent = os.environ.get(ENV_PARENT_CALL) or ""
-    agent_id = os.environ.get(ENV_AGENT_ID) or "main"
-    store = open_store()
-    _writer.ensure_started()  # else nothing is written before exit, and a killed child loses it all
-    _note_session(store, session_id, agent_id, time.time())
-    return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
-
-
 # --- framework run identities ----------------------------------------------------
 
 # (namespace, key) -> the store and session this process last bound it to, in any store:
@@ -314,7 +287,7 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
                 del _last_binding[next(iter(_last_binding))]
             _last_binding[last_key] = (current.store, current.session_id)
         return None
-    if _current_policy() != "auto":
+    if current_policy() != "auto":
         return None
     last = _last_binding.get((namespace, key))
     if last is not None:
@@ -334,112 +307,3 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
             session_id = derive_session_id(namespace, key)
         _looked_up[(id(store), namespace, key)] = session_id
     return session_context(session_id, agent_id=agent_id, store=store)
-
-
-# --- calls made with no session open -----------------------------------------------
-
-_policy: str | None = None
-_implicit: SessionHandle | None = None
-_implicit_lock = threading.Lock()
-_implicit_rec: tuple[Any, ...] | None = None
-_warned = False
-
-
-def configure(*, no_session: str | None = None) -> None:
-    """Process-wide settings. ``no_session`` decides what a recorded call does with no session open:
-
-    - ``"auto"`` (default): join the session exported by a parent process, or open
-      one implicit session for this process, log its id once and record there
-      (see :func:`implicit_session`);
-    - ``"warn"``: run unrecorded and log one warning;
-    - ``"error"``: raise RuntimeError.
-
-    The ``OPENPROGRAM_NO_SESSION`` environment variable sets the default.
-    """
-    global _policy
-    if no_session is not None:
-        if no_session not in _POLICIES:
-            raise ValueError(f"no_session must be one of {', '.join(_POLICIES)}, not {no_session!r}")
-        _policy = no_session
-
-
-def _current_policy() -> str:
-    if _policy is not None:
-        return _policy
-    value = os.environ.get(ENV_NO_SESSION, "auto").strip().lower()
-    return value if value in _POLICIES else "auto"
-
-
-def implicit_session(entry: str | None = None) -> SessionHandle | None:
-    """The session used for calls made with no session open, per the policy.
-
-    With ``entry`` (what is about to run) it is created on first need; without,
-    it is only returned if it exists — so code can read the id that was logged.
-    """
-    global _implicit, _warned
-    if entry is None or (_implicit is not None and (_policy is None or _policy == "auto")):
-        return _implicit
-    # A policy configured after the implicit session was opened still applies to later calls.
-    policy = _current_policy()
-    if policy == "error":
-        raise NoSessionError(
-            f"openprogram: {entry} ran with no session open (policy 'error'): wrap the entry point in "
-            "`openprogram.session_context(...)` or re-install a handle with `openprogram.run_with_session`"
-        )
-    if policy == "warn":
-        if not _warned:
-            _warned = True
-            logger.warning("openprogram: %s ran with no session open; it is not recorded "
-                           "(policy 'warn'; use openprogram.session_context)", entry)  # fmt: skip
-        return None
-    with _implicit_lock:
-        if _implicit is None:
-            try:
-                handle = _from_environment()
-                if handle is not None:
-                    logger.info("openprogram: joining session %s from the environment", handle.session_id)
-                else:
-                    handle = _open_implicit(entry)
-            except Exception as exc:  # a misconfigured store never stops the agent: run unrecorded
-                if not _warned:
-                    _warned = True
-                    logger.warning("openprogram: %s ran with no session open and no store could be opened "
-                                   "(%s); running unrecorded", entry, exc)  # fmt: skip
-                return None
-            _implicit = handle
-    return _implicit
-
-
-def _open_implicit(entry: str) -> SessionHandle:
-    global _implicit_rec
-    _writer.ensure_started()
-    store = open_store()
-    session_id = new_session_id()
-    turn_id = new_session_id()
-    _note_session(store, session_id, "main", time.time())
-    handle = SessionHandle(session_id, turn_id, None, True, "main", store, new_call_id())
-    _implicit_rec = begin_call(handle, None, "turn", "main", None, None, {"implicit": True, "created": True},
-                               handle.root_call_id)  # fmt: skip
-    logger.warning(
-        "openprogram: %s ran with no session open; recording into new session %s "
-        "(see it with `openprogram show %s`; continue it with openprogram.session_context(%r))",
-        entry, session_id, session_id, session_id,
-    )  # fmt: skip
-    return handle
-
-
-def _close_implicit() -> None:
-    if _implicit_rec is not None:
-        end_call(_implicit_rec)
-
-
-def _forget_implicit_after_fork() -> None:
-    global _implicit_rec, _implicit_lock
-    # A forked child keeps the parent's implicit session but not its open turn.
-    _implicit_rec = None
-    _implicit_lock = threading.Lock()
-
-
-_writer.exit_hooks.append(_close_implicit)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_implicit_after_fork)

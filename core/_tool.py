@@ -19,10 +19,10 @@ from typing import Any, TypeVar, overload
 
 from . import _ids
 from ._capture import ATOMIC_TYPES, PRECAPTURED, bind_arguments, capture, capture_json, parameter_shape
-from ._context import SessionHandle, call_var, session_var
+from ._context import SessionHandle, call_var, reset_var, session_var
 from ._ids import new_call_id
-from ._recorder import _reset, describe_error, status_of
-from ._writer import inflight, queue
+from ._record import CALL_ID, SESSION, describe_error, end_call, inflight, queue, status_of
+from ._scopes import resolve
 
 __all__ = ["tool"]
 
@@ -145,28 +145,14 @@ def _start(
     call (an explicit or implicit session), the handle to install.
     """
     override = kwargs.pop("_session", None) if "_session" in kwargs else None
-    current = session_var.get()
-    if type(override) is SessionHandle:
-        handle: SessionHandle | None = override
-    else:  # absent, or sent by a model: the context decides
-        handle = current
-    if handle is None:
-        from ._session import implicit_session
-
-        handle = implicit_session(f"tool {name!r}")
-        if handle is None:
-            if accepts_session:
-                kwargs["_session"] = None  # unrecorded, but the declared parameter still gets a value
-            return None
-    if current is handle:
-        parent = call_var.get() or handle.root_call_id
-        install = None
-    else:
-        if current is not None and current.session_id == handle.session_id:
-            parent = call_var.get() or handle.root_call_id
-        else:
-            parent = handle.root_call_id
-        install = handle
+    # Absent, or sent by a model (not a handle): the context decides.
+    resolved = resolve(override if type(override) is SessionHandle else None, f"tool {name!r}")
+    if resolved is None:
+        if accepts_session:
+            kwargs["_session"] = None  # unrecorded, but the declared parameter still gets a value
+        return None
+    handle, parent, must_install = resolved
+    install = handle if must_install else None
     call_args = args[skip:] if skip else args
     injected = injected_arguments.get()
     if injected and name in injected[0][0]:  # the framework's own arguments to this call: left out
@@ -188,17 +174,6 @@ def _start(
         rec = (call_id, handle, parent, "tool", name, None, PRECAPTURED, snapshot, None, None, time.time())
     inflight[call_id] = rec
     return rec, install
-
-
-def _finish(rec: tuple[Any, ...], exc: BaseException | None, output: Any) -> None:
-    if inflight.pop(rec[0], None) is None:
-        return
-    if exc is None:
-        queue.extend(rec + ("ok", output if type(output) in ATOMIC_TYPES else (capture_json(output),), None,
-                            time.time()))  # fmt: skip
-    else:  # a generator's partial output is kept
-        kept = None if output is None or type(output) in ATOMIC_TYPES else (capture_json(output),)
-        queue.extend(rec + (status_of(exc), kept, describe_error(exc), time.time()))
 
 
 def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
@@ -362,7 +337,7 @@ def _slow_sync(func: Callable[..., Any], name: str, names: tuple[str, ...], skip
         return func(*args, **kwargs)
     rec, install = started
     s_token = session_var.set(install) if install is not None else None
-    c_token = call_var.set(rec[0])
+    c_token = call_var.set(rec[CALL_ID])
     try:
         result = func(*args, **kwargs)
     except BaseException as exc:
@@ -370,15 +345,15 @@ def _slow_sync(func: Callable[..., Any], name: str, names: tuple[str, ...], skip
         if s_token is not None:
             session_var.reset(s_token)
         try:
-            _finish(rec, exc, None)
+            end_call(rec, exc, None)
         except RecursionError:  # no stack left to describe it: its type, and the user's exception goes on
-            if inflight.pop(rec[0], None) is not None:
+            if inflight.pop(rec[CALL_ID], None) is not None:
                 queue.extend(rec + ("error", None, type(exc).__qualname__, time.time()))
         raise
-    _reset(call_var, c_token)
+    reset_var(call_var, c_token)
     if s_token is not None:
-        _reset(session_var, s_token)
-    _finish(rec, None, result)
+        reset_var(session_var, s_token)
+    end_call(rec, None, result)
     return result
 
 
@@ -390,17 +365,17 @@ def _async_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], 
             return await func(*args, **kwargs)
         rec, install = started
         s_token = session_var.set(install) if install is not None else None
-        c_token = call_var.set(rec[0])
+        c_token = call_var.set(rec[CALL_ID])
         try:
             result = await func(*args, **kwargs)
         except BaseException as exc:
-            _finish(rec, exc, None)
+            end_call(rec, exc, None)
             raise
         finally:
-            _reset(call_var, c_token)
+            reset_var(call_var, c_token)
             if s_token is not None:
-                _reset(session_var, s_token)
-        _finish(rec, None, result)
+                reset_var(session_var, s_token)
+        end_call(rec, None, result)
         return result
 
     return wrapper
@@ -434,49 +409,49 @@ def _generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ..
         if started is None:
             return (yield from func(*args, **kwargs))
         rec, _ = started
-        handle = rec[1]
+        handle, call_id = rec[SESSION], rec[CALL_ID]
         yields = _Yields()
         # Each step runs with this call and session current, wherever the
         # generator is iterated; between steps the consumer's context is untouched.
         s_token = session_var.set(handle)
-        c_token = call_var.set(rec[0])
+        c_token = call_var.set(call_id)
         try:
             gen = func(*args, **kwargs)
         except BaseException as exc:
-            _finish(rec, exc, None)
+            end_call(rec, exc, None)
             raise
         finally:
-            _reset(call_var, c_token)
-            _reset(session_var, s_token)
+            reset_var(call_var, c_token)
+            reset_var(session_var, s_token)
         method: Callable[[Any], Any] = gen.send
         arg: Any = None
         while True:
             s_token = session_var.set(handle)
-            c_token = call_var.set(rec[0])
+            c_token = call_var.set(call_id)
             try:
                 item = method(arg)
             except StopIteration as stop:
-                _finish(rec, None, yields.output(stop.value))
+                end_call(rec, None, yields.output(stop.value))
                 return stop.value
             except BaseException as exc:
-                _finish(rec, exc, yields.output(None))
+                end_call(rec, exc, yields.output(None))
                 raise
             finally:
-                _reset(call_var, c_token)
-                _reset(session_var, s_token)
+                reset_var(call_var, c_token)
+                reset_var(session_var, s_token)
             yields.add(item)
             try:
                 arg = yield item
                 method = gen.send
             except GeneratorExit as exc:
                 s_token = session_var.set(handle)
-                c_token = call_var.set(rec[0])
+                c_token = call_var.set(call_id)
                 try:
                     gen.close()
                 finally:
-                    _reset(call_var, c_token)
-                    _reset(session_var, s_token)
-                    _finish(rec, exc, yields.output(None))
+                    reset_var(call_var, c_token)
+                    reset_var(session_var, s_token)
+                    end_call(rec, exc, yields.output(None))
                 raise
             except BaseException as exc:
                 method, arg = gen.throw, exc
@@ -493,47 +468,47 @@ def _async_generator_wrapper(func: Callable[..., Any], name: str, names: tuple[s
                 yield item
             return
         rec, _ = started
-        handle = rec[1]
+        handle, call_id = rec[SESSION], rec[CALL_ID]
         yields = _Yields()
         s_token = session_var.set(handle)
-        c_token = call_var.set(rec[0])
+        c_token = call_var.set(call_id)
         try:
             agen = func(*args, **kwargs)
         except BaseException as exc:
-            _finish(rec, exc, None)
+            end_call(rec, exc, None)
             raise
         finally:
-            _reset(call_var, c_token)
-            _reset(session_var, s_token)
+            reset_var(call_var, c_token)
+            reset_var(session_var, s_token)
         method: Callable[[Any], Any] = agen.asend
         arg: Any = None
         while True:
             s_token = session_var.set(handle)
-            c_token = call_var.set(rec[0])
+            c_token = call_var.set(call_id)
             try:
                 item = await method(arg)
             except StopAsyncIteration:
-                _finish(rec, None, yields.output(None))
+                end_call(rec, None, yields.output(None))
                 return
             except BaseException as exc:
-                _finish(rec, exc, yields.output(None))
+                end_call(rec, exc, yields.output(None))
                 raise
             finally:
-                _reset(call_var, c_token)
-                _reset(session_var, s_token)
+                reset_var(call_var, c_token)
+                reset_var(session_var, s_token)
             yields.add(item)
             try:
                 arg = yield item
                 method = agen.asend
             except GeneratorExit as exc:
                 s_token = session_var.set(handle)
-                c_token = call_var.set(rec[0])
+                c_token = call_var.set(call_id)
                 try:
                     await agen.aclose()
                 finally:
-                    _reset(call_var, c_token)
-                    _reset(session_var, s_token)
-                    _finish(rec, exc, yields.output(None))
+                    reset_var(call_var, c_token)
+                    reset_var(session_var, s_token)
+                    end_call(rec, exc, yields.output(None))
                 raise
             except BaseException as exc:
                 method, arg = agen.athrow, exc

@@ -24,30 +24,40 @@ from pathlib import Path
 from typing import Any
 
 from . import _ids
-from ._capture import (
-    ATOMIC_TYPES,
-    PRECAPTURED,
-    _encode_string,
-    arguments_json,
-    capture_json,
-    dumps,
-    mapping_json,
-    scalar_json,
-)
+from ._blocking import run_blocking
+from ._capture import ATOMIC_TYPES, PRECAPTURED, arguments_json, capture_json, dumps, mapping_json, scalar_json
 from ._ids import as_text
-from .stores import AliasRow, CallRow, CallRows, SessionRow, Store, openprogram_home
+from ._record import (
+    CALL_ID,
+    ENDED_AT,
+    ERROR,
+    FRAMEWORK,
+    KIND,
+    NAME,
+    PARENT,
+    RECORD_WIDTH,
+    SESSION,
+    START_WIDTH,
+    STARTED_AT,
+    STATUS,
+    inflight,
+    queue,
+)
+from .stores import AliasRow, CallRow, CallRows, SessionRow, Store, on_read, openprogram_home, safe_url
 
 __all__ = [
     "INTERVAL",
     "MAX_PENDING_ROWS",
     "QUEUE_HIGH_WATER",
     "BATCH_ROWS",
+    "RECORD_WIDTH",
     "enqueue",
     "ensure_started",
     "flush",
     "flush_async",
     "flush_store",
     "inflight",
+    "on_exit",
     "queue",
     "spill_directory",
 ]
@@ -79,25 +89,8 @@ BATCH_ROWS = 5_000
 HEARTBEAT_EVERY = 10.0
 _RETRY_MAX = 30.0
 
-# The queue is flat: every entry is RECORD_WIDTH consecutive items, appended with one
-# atomic ``queue.extend(...)``. A finished call's entry is its end record
-#   (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
-#    attributes, started_at, status, output, error, ended_at)
-# and anything else (a session row, an alias, a flush marker) is a tag object, the
-# payload and padding. Flat, no tuple outlives the call that built it: queued calls
-# add nothing for the garbage collector to track and promote, which was about a quarter
-# of a recorded call's cost. The writer regroups entries in C (``zip`` over an iterator).
-#
-# A list, not a deque: the writer takes a batch with one slice instead of one popleft
-# per item (P1 with the writer running: 3.18-3.58 us a call against 3.55-4.33 us in five
-# A/B runs on a slow machine state). Producers only append; the writer (one at a time,
-# under ``_cycle_lock``) takes a prefix with a slice and deletes it: two steps, each
-# atomic, and what is appended between them lies past that prefix.
-RECORD_WIDTH = 15
-queue: list[Any] = []
-# Calls that started and have not ended: a key (the call id, or its counter value on
-# the hot path) -> the first 11 fields above.
-inflight: dict[Any, tuple[Any, ...]] = {}
+# The queue (openprogram._record.queue) holds each finished call's record; the writer's
+# own entries are a tag object, the payload and padding, RECORD_WIDTH items as well.
 
 
 class _Tag:
@@ -110,7 +103,9 @@ class _Tag:
         return f"<{self.name}>"
 
 
+# A writer's entry: its tag (where a call's record has its id), its payload, padding.
 _SESSION, _ALIAS, _MARKER = _Tag("session"), _Tag("alias"), _Tag("marker")
+_PAYLOAD = 1
 _PADDING = (None,) * (RECORD_WIDTH - 2)
 
 
@@ -200,7 +195,7 @@ def _throttle() -> None:
         time.sleep(0.001)
 
 
-_ids.every_4096_calls = _throttle
+_ids.set_pressure_check(_throttle)
 
 
 # --- encoding ---------------------------------------------------------------------
@@ -229,15 +224,17 @@ def _text(value: Any, limit: int = _MAX_NAME) -> Any:
 
 
 _RUNNING = ("running", None, None, None)  # completes a start record (from inflight) as a running row
+assert START_WIDTH + len(_RUNNING) == RECORD_WIDTH
 
 
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
-    (call_id, handle, parent_id, kind, name, framework, names, args, kwargs,
-     attributes, started, status, output, error, ended) = rec  # fmt: skip
+    # Unpacked in the order of _record.FIELDS, under the same names.
+    (call_id, session, parent, kind, name, framework, names, args, kwargs,
+     attributes, started_at, status, output, error, ended_at) = rec  # fmt: skip
     if type(call_id) is int:  # the compiled tool wrapper's: spelled out here, off the caller's thread
         call_id = as_text(call_id)
-    if type(parent_id) is int:
-        parent_id = as_text(parent_id)
+    if type(parent) is int:
+        parent = as_text(parent)
     if names is None:
         inputs = None if args is None else capture_json(args)
     elif names is PRECAPTURED:  # captured on the hot path: JSON text already
@@ -253,24 +250,16 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         output = output[0]
     elif output is None:
         pass
-    elif (
-        out_type is str
-        and len(output) < 256
-        and (len(output) < 8 or output[0] not in "BsgxA")
-        and "@" not in output
-        and "assword" not in output
-    ):
-        output = _encode_string(output)  # the common case of scalar_json(), inlined
     elif out_type in ATOMIC_TYPES:
         output = scalar_json(output)
     else:
-        output = dumps(output)
+        output = capture_json(output)
     if error is not None:
         error = _text(error, 8192)
     if attributes is not None and type(attributes) is not str:
         attributes = mapping_json(attributes)
-    return (call_id, handle.session_id, handle.turn_id, parent_id, kind, name, framework, status, inputs, output,
-            error, attributes, started, ended, owner)  # fmt: skip
+    return (call_id, session.session_id, session.turn_id, parent, kind, name, framework, status, inputs, output,
+            error, attributes, started_at, ended_at, owner)  # fmt: skip
 
 
 def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
@@ -278,14 +267,15 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
     try:
         return _encode(rec, owner)
     except Exception as exc:
-        logger.exception("openprogram: could not encode call %s; recording it without captures", rec[0])
+        logger.exception("openprogram: could not encode call %s; recording it without captures", rec[CALL_ID])
         note = dumps(f"<capture failed: {type(exc).__name__}>")
-        final = rec[11] != "running"
+        final = rec[STATUS] != "running"
+        session = rec[SESSION]
         return (
-            as_text(rec[0]), rec[1].session_id, rec[1].turn_id, _text(as_text(rec[2])), _text(rec[3]), _text(rec[4]),
-            _text(rec[5]),
-            rec[11] if final else "running", note, note if final else None, _text(rec[13], 8192) if final else None,
-            None, rec[10], rec[14] if final else None, owner,
+            as_text(rec[CALL_ID]), session.session_id, session.turn_id, _text(as_text(rec[PARENT])), _text(rec[KIND]),
+            _text(rec[NAME]), _text(rec[FRAMEWORK]),
+            rec[STATUS] if final else "running", note, note if final else None,
+            _text(rec[ERROR], 8192) if final else None, None, rec[STARTED_AT], rec[ENDED_AT] if final else None, owner,
         )  # fmt: skip
 
 
@@ -339,10 +329,10 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     running: set[str] = set()
     encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
-        head = item[0]
+        head = item[CALL_ID]
         try:
             if type(head) is not _Tag:  # a call: its id is text or a counter value (see _ids.as_text)
-                store = item[1].store
+                store = item[SESSION].store
                 if store is not last_store or append is None:
                     state, last_store = _state(store), store
                     append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
@@ -354,12 +344,13 @@ def _drain(count: int, owner: str) -> list[_Marker]:
                 if running:
                     running.discard(row[0])
             elif head is _SESSION:
-                session = item[1]
-                _state(session[4]).pending_sessions.append((session[0], session[1], session[2], session[3]))
+                session_id, agent_id, created_at, updated_at, session_store = item[_PAYLOAD]
+                _state(session_store).pending_sessions.append((session_id, agent_id, created_at, updated_at))
             elif head is _ALIAS:
-                _state(item[1]["store"]).pending_aliases.append(item[1]["alias"])
+                alias = item[_PAYLOAD]
+                _state(alias["store"]).pending_aliases.append(alias["alias"])
             elif head is _MARKER:
-                markers.append(item[1])
+                markers.append(item[_PAYLOAD])
         except Exception:
             # A malformed entry (a bug of ours) is dropped alone: the rest of the batch, taken
             # off the queue already, would otherwise be lost with it, and flush() would hang.
@@ -371,8 +362,8 @@ def _drain(count: int, owner: str) -> list[_Marker]:
 def _note_running(owner: str) -> None:
     """Calls still running are written as such, so a crash leaves them visible."""
     for rec in list(inflight.values()):
-        call_id = as_text(rec[0])
-        state = _state(rec[1].store)
+        call_id = as_text(rec[CALL_ID])
+        state = _state(rec[SESSION].store)
         if call_id not in state.running:
             state.running.add(call_id)
             state.pending_calls.append(_encode_safely(rec + _RUNNING, owner))
@@ -441,8 +432,6 @@ def _bound(state: _StoreState) -> None:
 
 def _spill(state: _StoreState) -> None:
     """Append the backlog to a JSON-lines file; ``openprogram import`` loads it later."""
-    from .stores import safe_url
-
     directory = spill_directory()
     path = directory / f"spill-{os.getpid()}-{_ids.process_owner().rsplit(':', 1)[-1]}.jsonl"
     try:
@@ -489,9 +478,9 @@ def flush(timeout: float | None = 30.0) -> bool:
 
 async def flush_async() -> bool:
     """``flush()`` for coroutines: waits without blocking the event loop."""
-    loop = asyncio.get_running_loop()
     if _thread is None or not _thread.is_alive():
-        return await loop.run_in_executor(None, flush)
+        return await run_blocking(flush)
+    loop = asyncio.get_running_loop()
     future: asyncio.Future[bool] = loop.create_future()
 
     def resolve(ok: bool) -> None:
@@ -517,6 +506,9 @@ def flush_store(store: Store) -> None:
         flush()
 
 
+on_read(flush_store)
+
+
 def discard_store(store: Store) -> None:
     """Forget a store's state (used by tests that close a store)."""
     _states.pop(id(store), None)
@@ -526,6 +518,11 @@ def discard_store(store: Store) -> None:
 
 exit_hooks: list[Callable[[], None]] = []
 """Run at interpreter exit before the final flush (e.g. to close implicit sessions)."""
+
+
+def on_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook()`` at interpreter exit, before the final flush."""
+    exit_hooks.append(hook)
 
 
 def _at_exit() -> None:

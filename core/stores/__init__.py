@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ._base import AliasRow, CallRecord, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRecord, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError, on_read
 
 __all__ = [
     "AliasRow",
@@ -31,6 +31,7 @@ __all__ = [
     "Store",
     "StoreError",
     "default_store_url",
+    "on_read",
     "open_store",
     "safe_url",
 ]
@@ -62,6 +63,16 @@ def openprogram_home() -> Path:
 def default_store_url() -> str:
     """The store used when none is named: ``$OPENPROGRAM_STORE`` or the SQLite default."""
     return os.environ.get("OPENPROGRAM_STORE") or f"sqlite:///{openprogram_home() / 'sessions.db'}"
+
+
+def path_from_url(url: str) -> Path:
+    """``sqlite:///rel.db`` -> ``rel.db``; ``sqlite:////abs.db`` -> ``/abs.db``; a bare path as is."""
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if not rest.startswith("/") or rest == "/":
+            raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
+        return Path(rest[1:]).expanduser()
+    return Path(url).expanduser()
 
 
 def _backend(scheme: str, url: str) -> Callable[[str], Store]:
@@ -96,12 +107,7 @@ def open_store(url: str | os.PathLike[str] | Store | None = None) -> Store:
     scheme = scheme.lower()
     if scheme == "memory" and text.rstrip("/") == "memory:" and url is not None:
         return _backend("memory", text)(text)  # a throwaway store, each time
-    if scheme == "sqlite":
-        from .sqlite import path_from_url
-
-        key = f"sqlite:///{path_from_url(text).absolute()}"
-    else:
-        key = text
+    key = f"sqlite:///{path_from_url(text).absolute()}" if scheme == "sqlite" else text
     with _lock:
         store = _open.get(key)
         if store is None:

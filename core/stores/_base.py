@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from .._ids import process_owner
@@ -24,6 +24,7 @@ __all__ = [
     "SessionRow",
     "Store",
     "StoreError",
+    "on_read",
 ]
 
 #: Columns of a call row, in the order of :data:`CallRow` tuples.
@@ -156,6 +157,18 @@ def _loads(text: str | None) -> Any:
         return text
 
 
+_before_read: list[Callable[[Store], None]] = []
+
+
+def on_read(hook: Callable[[Store], None]) -> None:
+    """Have ``hook(store)`` run before each read of a store's calls.
+
+    The background writer registers here to make this process's records durable
+    first, so that a read sees the process's own writes.
+    """
+    _before_read.append(hook)
+
+
 class Store(abc.ABC):
     """Where sessions and calls are kept.
 
@@ -227,9 +240,8 @@ class Store(abc.ABC):
         ``captures=False`` leaves ``inputs``, ``output`` and ``attributes`` as None
         without decoding them: what a call tree needs, at a third of the cost.
         """
-        from .._writer import flush_store
-
-        flush_store(self)
+        for hook in _before_read:
+            hook(self)
         liveness = _Liveness(self)
         for row in self._iter_call_rows(session_id, captures):
             status = row[7]
@@ -253,9 +265,8 @@ class Store(abc.ABC):
 
         The cheapest way to read a large session: no record object per call.
         """
-        from .._writer import flush_store
-
-        flush_store(self)
+        for hook in _before_read:
+            hook(self)
         liveness = _Liveness(self)
         for row in self._iter_call_rows(session_id, False):
             if row[7] == "running" and not liveness.alive(row[14]):

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from . import safe_url
 from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
 
 if TYPE_CHECKING:
@@ -127,8 +128,6 @@ _RETRIES = 3  # a batch that lost a deadlock or serialization race is retried th
 
 def _split_url(url: str) -> tuple[str, str, list[str]]:
     """Separate our ``schema=`` parameter from the libpq URI; also return the secrets it carries."""
-    from . import safe_url
-
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -202,8 +201,6 @@ class PostgresStore(Store):
     """A store in a PostgreSQL database (psycopg 3), shared by any number of processes and hosts."""
 
     def __init__(self, url: str) -> None:
-        from . import safe_url
-
         self._conninfo, self.schema, self._secrets = _split_url(url)
         self._connect_url = url
         self.url = safe_url(url)

@@ -164,16 +164,6 @@ _SESSION_COLUMNS = (
 )
 
 
-def path_from_url(url: str) -> Path:
-    """``sqlite:///rel.db`` -> ``rel.db``; ``sqlite:////abs.db`` -> ``/abs.db``; a bare path as is."""
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        if not rest.startswith("/") or rest == "/":
-            raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
-        return Path(rest[1:]).expanduser()
-    return Path(url).expanduser()
-
-
 class SQLiteStore(Store):
     """A store in one SQLite file."""
 

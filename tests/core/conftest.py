@@ -1,8 +1,7 @@
-"""Fixtures for the core tests: an isolated home, explicit stores, and leak checks.
+"""Fixtures for the core tests: no-session state reset, leak checks, explicit stores.
 
-No framework is needed or imported here. Every test gets its own
-``OPENPROGRAM_HOME`` (so nothing touches ``~/.openprogram``) and a clean
-environment; the process-wide no-session state is reset around each test.
+No framework is needed or imported here. The isolated home and ``store`` come
+from the root conftest; the process-wide no-session state is reset around each test.
 """
 
 from __future__ import annotations
@@ -16,38 +15,16 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _session, _writer
+from openprogram import _no_session, _writer
 from openprogram._context import call_var, session_var
 
-_ENV_VARS = (
-    "OPENPROGRAM_STORE",
-    "OPENPROGRAM_NO_SESSION",
-    "OPENPROGRAM_SESSION_ID",
-    "OPENPROGRAM_TURN_ID",
-    "OPENPROGRAM_PARENT_CALL",
-    "OPENPROGRAM_AGENT_ID",
-)
-
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh ``OPENPROGRAM_HOME`` (not yet created) and no inherited openprogram variables."""
-    home = tmp_path / "ophome"
-    monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
-    for name in _ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    return home
-
-
-@pytest.fixture(autouse=True)
-def no_session_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_session_state() -> Iterator[None]:
     """Each test starts with the default policy and no implicit session; its implicit turn is closed after."""
-    monkeypatch.setattr(_session, "_policy", None)
-    monkeypatch.setattr(_session, "_implicit", None)
-    monkeypatch.setattr(_session, "_implicit_rec", None)
-    monkeypatch.setattr(_session, "_warned", False)
+    _no_session.reset()
     yield
-    _session._close_implicit()
+    _no_session.reset()
     openprogram.flush()
 
 
@@ -57,12 +34,6 @@ def no_leaked_context() -> Iterator[None]:
     yield
     assert session_var.get() is None, "a session was left installed"
     assert call_var.get() is None, "a call was left current"
-
-
-@pytest.fixture
-def store() -> openprogram.Store:
-    """A private in-memory store."""
-    return openprogram.open_store("memory://")
 
 
 @pytest.fixture

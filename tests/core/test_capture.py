@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openprogram._capture import REDACTED, capture, capture_json, dumps
+from openprogram._scopes import close_call, open_call
 
 from .conftest import one
 
@@ -79,7 +81,7 @@ def test_unserializable_and_hostile_objects_are_described(store: openprogram.Sto
 def test_exception_whose_str_raises_is_recorded() -> None:
     err = StrRaisesError()
     assert capture(err) == "StrRaisesError: <str() failed>"
-    from openprogram._recorder import describe_error
+    from openprogram._record import describe_error
 
     assert describe_error(err) == "StrRaisesError: <str() failed>"
 
@@ -351,6 +353,67 @@ def test_set_limits_applies() -> None:
         assert len(dumps(capture({str(i): "z" * 10 for i in range(100)}))) <= 400
     finally:
         openprogram.set_limits(old)
+
+
+@pytest.fixture
+def short_strings() -> Any:
+    """``max_string=50`` for the test (restored after: the writer encodes scalars with the limits in force)."""
+    old = openprogram._capture.limits()
+    openprogram.set_limits(openprogram.Limits(max_string=50))
+    yield
+    openprogram.flush()
+    openprogram.set_limits(old)
+
+
+LONG = "y" * 200
+CUT = "y" * 50 + "...[150 more chars]"
+
+
+def test_max_string_cuts_a_tool_output_like_an_argument(store: openprogram.Store, short_strings: None) -> None:
+    @openprogram.tool
+    def echo(text: str) -> str:
+        return text
+
+    with openprogram.session_context(store=store) as h:
+        assert echo(LONG) == LONG  # the caller gets it whole
+    openprogram.flush()
+    call = one(store, h.session_id, "echo")
+    assert call.inputs == {"text": CUT}
+    assert call.output == CUT
+
+
+def test_max_string_cuts_every_path_s_output(store: openprogram.Store, short_strings: None) -> None:
+    @openprogram.tool
+    async def fetch(key: str) -> str:
+        return LONG
+
+    @openprogram.tool
+    def lines() -> Any:
+        yield LONG
+        return LONG
+
+    @openprogram.tool
+    def generic(*parts: Any, **named: Any) -> str:  # with a keyword argument: the general sync path
+        return LONG
+
+    async def run() -> None:
+        assert await fetch("k") == LONG
+
+    with openprogram.session_context(store=store) as h:
+        asyncio.run(run())
+        assert list(lines()) == [LONG]
+        assert generic(1, flag=True) == LONG
+        with openprogram.call_scope("node", "scoped") as scope:
+            scope.set_output(LONG)
+        opened = open_call("node", "opened")
+        assert opened is not None
+        close_call(opened, output=LONG)
+    openprogram.flush()
+    assert one(store, h.session_id, "fetch").output == CUT
+    assert one(store, h.session_id, "lines").output == {"yielded": [CUT], "count": 1, "returned": CUT}
+    assert one(store, h.session_id, "generic").output == CUT
+    assert one(store, h.session_id, "scoped").output == CUT
+    assert one(store, h.session_id, "opened").output == CUT
 
 
 SECRET_KEYS = [

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram._recorder import close_call, open_call
+from openprogram._record import CALL_ID
+from openprogram._scopes import close_call, open_call
 
 from .conftest import one, run_python
 
@@ -121,7 +122,7 @@ def test_open_call_follows_the_policy_and_restores_the_context() -> None:
     assert opened is not None
     handle = openprogram.get_current_session()
     assert handle is not None and handle is openprogram.implicit_session()
-    assert openprogram.current_call_id() == opened[0][0]
+    assert openprogram.current_call_id() == opened[0][CALL_ID]
     close_call(opened, None, {"y": 2}, attributes={"extra": True})
     assert openprogram.get_current_session() is None and openprogram.current_call_id() is None
     [node] = [c for c in openprogram.open_store().list_calls(handle.session_id) if c.kind == "node"]

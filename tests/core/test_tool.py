@@ -14,8 +14,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 import openprogram
 import pytest
-from openprogram import _ids, _writer
+from openprogram import _ids
 from openprogram._context import call_var, session_var
+from openprogram._record import SESSION, inflight
 
 from .conftest import calls_by_name, one
 
@@ -311,14 +312,14 @@ class _Handoff(_Pause):
 
 
 def test_registered_control_flow_is_not_an_error(store: openprogram.Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram import _recorder
+    from openprogram import _record
 
-    monkeypatch.setattr(_recorder, "_control_flow", {})  # process-wide: restored after the test
-    monkeypatch.setattr(_recorder, "_CONTROL_FLOW", ())
-    _recorder.register_control_flow(_Pause, "interrupted")
-    _recorder.register_control_flow(_Handoff, "ok")  # a subclass registered apart: its own status
+    monkeypatch.setattr(_record, "_control_flow", {})  # process-wide: restored after the test
+    monkeypatch.setattr(_record, "_CONTROL_FLOW", ())
+    _record.register_control_flow(_Pause, "interrupted")
+    _record.register_control_flow(_Handoff, "ok")  # a subclass registered apart: its own status
     with pytest.raises(ValueError, match="'ok' or 'interrupted'"):
-        _recorder.register_control_flow(KeyError, "error")
+        _record.register_control_flow(KeyError, "error")
     pause, handoff = _Pause("waiting for a human"), _Handoff("to the parent")
 
     @openprogram.tool
@@ -754,7 +755,7 @@ def test_a_sync_call_is_written_as_running_while_it_runs(store: openprogram.Stor
     [done] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
     assert (done.call_id, done.status, done.output, done.started_at) == (
         running.call_id, "ok", 7, running.started_at)  # fmt: skip
-    assert not [rec for rec in _writer.inflight.values() if rec[1] is h], "left in the running calls"
+    assert not [rec for rec in inflight.values() if rec[SESSION] is h], "left in the running calls"
 
 
 def test_the_current_call_id_inside_a_compiled_tool_is_its_recorded_id(store: openprogram.Store) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import openprogram
 import pytest
 from openprogram._context import call_var, session_var
-from openprogram._writer import inflight
+from openprogram._record import SESSION, inflight
 
 
 class Boom(Exception):
@@ -27,7 +27,7 @@ def _clean_outside() -> None:
 
 def _check_store(store: openprogram.Store, session_id: str, want: dict[str, str]) -> None:
     assert openprogram.flush()
-    assert not [rec for rec in inflight.values() if rec[1].session_id == session_id], "calls left running"
+    assert not [rec for rec in inflight.values() if rec[SESSION].session_id == session_id], "calls left running"
     calls = store.list_calls(session_id)
     assert [c for c in calls if c.status == "running"] == []
     got = {c.name: c.status for c in calls if c.kind == "tool"}
@@ -215,7 +215,7 @@ async def test_async_generator_aclose_and_break(any_store: openprogram.Store) ->
     _clean_outside()
     calls = [c for c in any_store.list_calls(h.session_id) if c.kind == "tool"]
     assert sorted(c.status for c in calls) == ["interrupted", "interrupted"]
-    assert not [rec for rec in inflight.values() if rec[1].session_id == h.session_id]
+    assert not [rec for rec in inflight.values() if rec[SESSION].session_id == h.session_id]
 
 
 def test_abandoned_async_generator_is_finalised_by_the_loop(any_store: openprogram.Store) -> None:

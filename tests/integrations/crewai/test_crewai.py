@@ -483,7 +483,7 @@ def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: 
         raise TypeError("recorder bug")
 
     with openprogram.session_context(store=store):
-        monkeypatch.setattr("openprogram._recorder.begin_call", broken)
+        monkeypatch.setattr("openprogram._scopes.begin_call", broken)
         out = _crew(True).kickoff()
         monkeypatch.undo()
     assert out.raw == "all done" and len(SEEN) == 2

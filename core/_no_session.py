@@ -1,0 +1,174 @@
+"""Calls made with no session open: the no-session policy and the implicit session.
+
+Under the default policy, ``auto``, such a call joins the session a parent process
+exported (see ``export_context``) or else one implicit session per process, whose
+id is logged once; ``warn`` runs it unrecorded; ``error`` raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from . import _writer
+from ._context import NoSessionError, SessionHandle
+from ._ids import InvalidSessionId, new_call_id, new_session_id, validate_session_id
+from ._known_sessions import note_session
+from ._record import begin_call, end_call
+from .stores import open_store
+
+__all__ = [
+    "ENV_AGENT_ID",
+    "ENV_NO_SESSION",
+    "ENV_PARENT_CALL",
+    "ENV_SESSION_ID",
+    "ENV_TURN_ID",
+    "configure",
+    "current_policy",
+    "implicit_session",
+]
+
+logger = logging.getLogger("openprogram")
+
+# What a parent process exports for its children to join its session.
+ENV_SESSION_ID = "OPENPROGRAM_SESSION_ID"
+ENV_TURN_ID = "OPENPROGRAM_TURN_ID"
+ENV_PARENT_CALL = "OPENPROGRAM_PARENT_CALL"
+ENV_AGENT_ID = "OPENPROGRAM_AGENT_ID"
+ENV_NO_SESSION = "OPENPROGRAM_NO_SESSION"
+_POLICIES = ("auto", "warn", "error")
+
+_policy: str | None = None
+_implicit: SessionHandle | None = None
+_implicit_lock = threading.Lock()
+_implicit_rec: tuple[Any, ...] | None = None
+_warned = False
+
+
+def configure(*, no_session: str | None = None) -> None:
+    """Process-wide settings. ``no_session`` decides what a recorded call does with no session open:
+
+    - ``"auto"`` (default): join the session exported by a parent process, or open
+      one implicit session for this process, log its id once and record there
+      (see :func:`implicit_session`);
+    - ``"warn"``: run unrecorded and log one warning;
+    - ``"error"``: raise RuntimeError.
+
+    The ``OPENPROGRAM_NO_SESSION`` environment variable sets the default.
+    """
+    global _policy
+    if no_session is not None:
+        if no_session not in _POLICIES:
+            raise ValueError(f"no_session must be one of {', '.join(_POLICIES)}, not {no_session!r}")
+        _policy = no_session
+
+
+def current_policy() -> str:
+    """The no-session policy in force: the configured one, else the environment's, else ``auto``."""
+    if _policy is not None:
+        return _policy
+    value = os.environ.get(ENV_NO_SESSION, "auto").strip().lower()
+    return value if value in _POLICIES else "auto"
+
+
+def implicit_session(entry: str | None = None) -> SessionHandle | None:
+    """The session used for calls made with no session open, per the policy.
+
+    With ``entry`` (what is about to run) it is created on first need; without,
+    it is only returned if it exists — so code can read the id that was logged.
+    """
+    global _implicit, _warned
+    if entry is None or (_implicit is not None and (_policy is None or _policy == "auto")):
+        return _implicit
+    # A policy configured after the implicit session was opened still applies to later calls.
+    policy = current_policy()
+    if policy == "error":
+        raise NoSessionError(
+            f"openprogram: {entry} ran with no session open (policy 'error'): wrap the entry point in "
+            "`openprogram.session_context(...)` or re-install a handle with `openprogram.run_with_session`"
+        )
+    if policy == "warn":
+        if not _warned:
+            _warned = True
+            logger.warning("openprogram: %s ran with no session open; it is not recorded "
+                           "(policy 'warn'; use openprogram.session_context)", entry)  # fmt: skip
+        return None
+    with _implicit_lock:
+        if _implicit is None:
+            try:
+                handle = _from_environment()
+                if handle is not None:
+                    logger.info("openprogram: joining session %s from the environment", handle.session_id)
+                else:
+                    handle = _open_implicit(entry)
+            except Exception as exc:  # a misconfigured store never stops the agent: run unrecorded
+                if not _warned:
+                    _warned = True
+                    logger.warning("openprogram: %s ran with no session open and no store could be opened "
+                                   "(%s); running unrecorded", entry, exc)  # fmt: skip
+                return None
+            _implicit = handle
+    return _implicit
+
+
+def _from_environment() -> SessionHandle | None:
+    session_id = os.environ.get(ENV_SESSION_ID)
+    if not session_id:
+        return None
+    try:
+        validate_session_id(session_id)
+        turn_id = validate_session_id(os.environ.get(ENV_TURN_ID) or new_session_id(), what="turn id")
+    except InvalidSessionId as exc:
+        logger.warning("openprogram: ignoring %s from the environment: %s", ENV_SESSION_ID, exc)
+        return None
+    parent = os.environ.get(ENV_PARENT_CALL) or ""
+    agent_id = os.environ.get(ENV_AGENT_ID) or "main"
+    store = open_store()
+    _writer.ensure_started()  # else nothing is written before exit, and a killed child loses it all
+    note_session(store, session_id, agent_id, time.time())
+    return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
+
+
+def _open_implicit(entry: str) -> SessionHandle:
+    global _implicit_rec
+    _writer.ensure_started()
+    store = open_store()
+    session_id = new_session_id()
+    turn_id = new_session_id()
+    note_session(store, session_id, "main", time.time())
+    handle = SessionHandle(session_id, turn_id, None, True, "main", store, new_call_id())
+    _implicit_rec = begin_call(handle, None, "turn", "main", None, None, {"implicit": True, "created": True},
+                               handle.root_call_id)  # fmt: skip
+    logger.warning(
+        "openprogram: %s ran with no session open; recording into new session %s "
+        "(see it with `openprogram show %s`; continue it with openprogram.session_context(%r))",
+        entry, session_id, session_id, session_id,
+    )  # fmt: skip
+    return handle
+
+
+def _close_implicit() -> None:
+    if _implicit_rec is not None:
+        end_call(_implicit_rec)
+
+
+def reset() -> None:
+    """Back to how a process starts: no configured policy, no implicit session (its open turn ended)."""
+    global _policy, _implicit, _implicit_rec, _warned
+    _close_implicit()
+    _policy, _implicit, _implicit_rec, _warned = None, None, None, False
+
+
+def _forget_implicit_after_fork() -> None:
+    global _implicit_rec, _implicit_lock
+    # A forked child keeps the parent's implicit session but not its open turn.
+    _implicit_rec = None
+    _implicit_lock = threading.Lock()
+
+
+_writer.on_exit(_close_implicit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_implicit_after_fork)

@@ -1,0 +1,54 @@
+"""Fixtures shared by every test directory.
+
+Every test gets its own ``OPENPROGRAM_HOME`` (so nothing touches
+``~/.openprogram``) and no inherited openprogram variables; ``store`` is a
+private in-memory store; ``instrument(*names)`` enables adapters for one test.
+Helpers for reading calls back are in :mod:`tests.support`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import openprogram
+import pytest
+
+_ENV_VARS = (
+    "OPENPROGRAM_STORE",
+    "OPENPROGRAM_NO_SESSION",
+    "OPENPROGRAM_SESSION_ID",
+    "OPENPROGRAM_TURN_ID",
+    "OPENPROGRAM_PARENT_CALL",
+    "OPENPROGRAM_AGENT_ID",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``OPENPROGRAM_HOME`` (not yet created) and no inherited openprogram variables."""
+    home = tmp_path / "ophome"
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
+    for name in _ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def store() -> openprogram.Store:
+    """A private in-memory store."""
+    return openprogram.open_store("memory://")
+
+
+@pytest.fixture
+def instrument() -> Iterator[Callable[..., set[str]]]:
+    """``instrument("crewai")`` enables adapters for this test; they are disabled after it."""
+    enabled: list[str] = []
+
+    def enable(*names: str) -> set[str]:
+        result = openprogram.instrument(*names)
+        enabled.extend(names or result)
+        return result
+
+    yield enable
+    openprogram.uninstrument(*enabled)

@@ -1,0 +1,30 @@
+"""Helpers for reading back what a test recorded (``from tests.support import calls, one``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openprogram
+
+
+def calls(store: openprogram.Store, session_id: str) -> list[openprogram.CallRecord]:
+    """Every call of the session, in start order, after making what was recorded durable."""
+    openprogram.flush()
+    return store.list_calls(session_id)
+
+
+def by_kind(records: list[openprogram.CallRecord], kind: str) -> list[openprogram.CallRecord]:
+    """The records of one kind."""
+    return [c for c in records if c.kind == kind]
+
+
+def one(records: list[openprogram.CallRecord], name: str, kind: str | None = None) -> openprogram.CallRecord:
+    """The only record named ``name`` (of ``kind``, when given)."""
+    found = [c for c in records if c.name == name and (kind is None or c.kind == kind)]
+    assert len(found) == 1, (kind, name, [(c.kind, c.name) for c in records])
+    return found[0]
+
+
+def attributes(record: openprogram.CallRecord) -> dict[str, Any]:
+    """A record's attributes as a dict (empty when it has none)."""
+    return dict(getattr(record, "attributes", None) or {})
