@@ -2,68 +2,142 @@
 
 After :func:`openprogram.instrument`, every crew, task, agent, flow and tool —
 including those built before it — records into the current session, and the
-current session is visible inside every tool, on every way CrewAI runs
-(sync, async, threads, streaming consumed elsewhere).
+current session is visible inside every tool, on every way CrewAI runs.
 
-How it reaches CrewAI (all undone by :func:`openprogram.uninstrument`):
-
-- tools: CrewAI's global before/after tool-call hooks (both tool-calling paths,
-  parallel native calls, delegation, cached results); class-level wrappers on
-  ``BaseTool.run``/``arun``, ``Tool.run``/``arun`` and
-  ``CrewStructuredTool.invoke``/``ainvoke`` only see the tool's own exception
-  (CrewAI swallows it before the after-hook) and record a tool run directly,
-  outside any agent;
-- parents: class-level wrappers on ``Crew.kickoff``/``akickoff``/``kickoff_for_each``
-  (and async variants), ``Task._execute_core``/``_aexecute_core``,
-  ``Agent.execute_task``/``aexecute_task``/``kickoff``/``kickoff_async``,
-  ``Flow.kickoff_async``/``_execute_method`` (not CrewAI's internal agent-executor flow).
-
-A run started with no session open records into the session bound to its
-CrewAI identity (the flow state id, or the execution id) — see
-:func:`last_run_session_id`.
+Tool calls come from CrewAI's global before/after tool-call hooks, which run inside
+the functions executing one tool call (``execute_tool_and_check_finality``, the
+native-call executors). The before-hook begins the call without making it current,
+the tool's own run makes it current for its body only, the after-hook ends it; no
+hook sets a context variable, and a call whose after-hook never comes ends with its
+execution. A run started with no session open records into the session bound to its
+CrewAI identity (flow state id or execution id): see :func:`last_run_session_id`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
-import importlib
+import inspect
 import logging
 import threading
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence, Sized
+from types import TracebackType
+from typing import Any
 
-from openprogram._context import session_var
-from openprogram._instrument import Integration
-from openprogram._propagation import propagate
-from openprogram._recorder import call_scope, close_call, open_call
-from openprogram._session import session_context, session_for_run
-from openprogram._tool import records_itself
+import openprogram
+from openprogram._kit import (
+    Integration,
+    LaterCall,
+    RunEntry,
+    Target,
+    Wrap,
+    async_steps_in_current_context,
+    guarded,
+    propagate,
+    recorded,
+    records_itself,
+    run_session,
+    shape_of,
+    steps_in_current_context,
+)
+from openprogram._kit import last_run_session_id as _last_run_session_id
 
-if TYPE_CHECKING:
-    from crewai import Crew
-
-__all__ = ["MIN_VERSION", "CrewAIIntegration", "last_run_session_id"]
+__all__ = ["CrewAIIntegration", "last_run_session_id"]
 
 logger = logging.getLogger("openprogram")
 
-#: Lowest crewai version the adapter is tested with (tool hooks came in 1.5; 1.14 lacks pieces the tests rely on).
-MIN_VERSION = (1, 15, 0)
 FRAMEWORK = "crewai"
 _NAME_LIMIT = 80
-_MARK = "__openprogram_crewai__"
+_CREW, _TASK, _AGENT = "crewai.crew:Crew", "crewai.task:Task", "crewai.agent.core:Agent"
+_FLOW = "crewai.flow.runtime:Flow"
+_TOOLS = ("crewai.tools.base_tool:BaseTool", "crewai.tools.base_tool:Tool")
+_STRUCTURED = "crewai.tools.structured_tool:CrewStructuredTool"
+
+# The functions that execute one tool call between the two hooks, under every name a module
+# imported them by (a `from ... import` binding is patched in the module that holds it).
+_TOOL_EXECUTIONS = {
+    "crewai.utilities.tool_utils": ("execute_tool_and_check_finality", "aexecute_tool_and_check_finality"),
+    "crewai.utilities.agent_utils": ("execute_single_native_tool_call",),
+    "crewai.agents.agent_executor": ("execute_tool_and_check_finality",),
+    "crewai.agents.agent_executor:AgentExecutor": ("_execute_single_native_tool_call",),
+    "crewai.experimental.agent_executor": ("execute_tool_and_check_finality",),
+    "crewai.experimental.agent_executor:AgentExecutor": ("_execute_single_native_tool_call",),
+    "crewai.agents.crew_agent_executor": ("execute_tool_and_check_finality", "aexecute_tool_and_check_finality"),
+    "crewai.agents.crew_agent_executor:CrewAgentExecutor": ("_execute_single_native_tool_call",),
+    "crewai.agents.step_executor": ("execute_tool_and_check_finality", "execute_single_native_tool_call"),
+    "crewai.lite_agent": ("execute_tool_and_check_finality",),
+}
+# CrewAI's own agent loop is a Flow (its module moved between versions): not a user's flow.
+_INTERNAL_FLOW_MODULES = frozenset({"crewai.agents.agent_executor", "crewai.experimental.agent_executor"})
 
 
-class _State:
-    active = False
-    get_execution_uuid: Callable[[], Any] | None = None  # crewai.execution, absent before a 1.15.x
-    last_session_id: str | None = None
-    warned: set[str] = set()  # noqa: RUF012 - process-wide, guarded by the GIL
-    # crewai.hooks' (get, register) pairs for the before- and after-tool hooks, set by setup()
-    hook_registry: tuple[tuple[Callable[[], list[Any]], Callable[[Any], Any]], ...] = ()
-    hook_lock = threading.Lock()
+class CrewAIIntegration(Integration):
+    """Records CrewAI crews, tasks, agents, flows and tools; see the module docstring."""
+
+    identifier = "crewai"
+    framework = FRAMEWORK
+    distribution = "crewai"
+    extra = "crewai"
+    trigger = "crewai"
+
+    def targets(self) -> Sequence[Target]:
+        crew = recorded("crew", _describe_crew, output=_output_of, run_session=_crew_run)
+        for_each = recorded("crew", _describe_for_each, output=_output_of, run_session=_for_each_run)
+        task = recorded("task", _describe_task, output=_output_of, run_session=_bind_execution)
+        agent = recorded("agent", _describe_agent_task, output=_output_of, run_session=_bind_execution)
+        flow = recorded("flow", _describe_flow, output=_output_of, run_session=_flow_run)
+        return [
+            Target(_CREW, "kickoff", _binding_streams(crew)),
+            Target(_CREW, "akickoff", _binding_streams(crew)),
+            Target(_CREW, "kickoff_async", _binding_streams()),  # runs kickoff, recorded there
+            Target(_CREW, "kickoff_for_each", for_each),
+            Target(_CREW, "kickoff_for_each_async", _binding_streams(for_each)),
+            Target(_CREW, "akickoff_for_each", _binding_streams(for_each)),
+            Target(_TASK, "_execute_core", task),
+            Target(_TASK, "_aexecute_core", task),
+            Target(_AGENT, "execute_task", agent),
+            Target(_AGENT, "aexecute_task", agent),
+            Target(_AGENT, "kickoff", _agent_kickoff(awaited=False)),
+            Target(_AGENT, "kickoff_async", _agent_kickoff(awaited=True)),
+            Target(_FLOW, "kickoff", _binding_streams()),  # runs kickoff_async, recorded there
+            Target(_FLOW, "kickoff_async", _binding_streams(flow)),
+            Target(_FLOW, "_execute_method", recorded("call", _describe_method, output=_output_of)),
+            *(Target(owner, name, _tool_run) for owner in _TOOLS for name in ("run", "arun")),
+            Target(_STRUCTURED, "invoke", _tool_run),
+            Target(_STRUCTURED, "ainvoke", _structured_ainvoke),
+            *(Target(owner, name, _tool_execution) for owner, names in _TOOL_EXECUTIONS.items() for name in names),
+        ]
+
+    def setup(self) -> None:
+        from crewai.hooks import (
+            get_after_tool_call_hooks,
+            get_before_tool_call_hooks,
+            register_after_tool_call_hook,
+            register_before_tool_call_hook,
+        )
+
+        try:
+            from crewai.execution import get_execution_uuid
+        except ImportError:  # crewai.execution came in a later 1.15.x
+            _CrewAI.execution_uuid = None
+        else:
+            _CrewAI.execution_uuid = get_execution_uuid
+        _CrewAI.hooks = (
+            (get_before_tool_call_hooks, register_before_tool_call_hook, _before_tool),
+            (get_after_tool_call_hooks, register_after_tool_call_hook, _after_tool),
+        )
+        _CrewAI.integration = self
+        _register_hooks()
+
+    def teardown(self) -> None:
+        from crewai.hooks import unregister_after_tool_call_hook, unregister_before_tool_call_hook
+
+        unregister_before_tool_call_hook(_before_tool)
+        unregister_after_tool_call_hook(_after_tool)
+        if _CrewAI.integration is self:
+            _CrewAI.integration = None
 
 
 def last_run_session_id() -> str | None:
@@ -72,38 +146,48 @@ def last_run_session_id() -> str | None:
     Runs started inside ``openprogram.session_context`` record into that session
     instead. The id is also logged (logger ``openprogram``, level INFO).
     """
-    return _State.last_session_id
+    return _last_run_session_id(FRAMEWORK)
 
 
-def _log_once(what: str) -> None:
-    if what not in _State.warned:
-        _State.warned.add(what)
-        logger.exception("openprogram: crewai instrumentation error in %s (the crew keeps running)", what)
+class _CrewAI:
+    """What setup() found in CrewAI, and the integration whose tool hooks are registered there."""
+
+    integration: CrewAIIntegration | None = None
+    execution_uuid: Callable[[], Any] | None = None  # crewai.execution.get_execution_uuid
+    # (get, register, our hook) for the before- and after-tool hooks
+    hooks: tuple[tuple[Callable[[], list[Any]], Callable[[Any], Any], Callable[[Any], None]], ...] = ()
+    lock = threading.Lock()
+    warned = False
 
 
-def _ensure_hooks() -> None:
-    """Put our tool hooks back if CrewAI's global hooks were cleared since ``instrument()``
+def _enabled() -> bool:
+    integration = _CrewAI.integration
+    return integration is not None and integration.active
+
+
+def _register_hooks(*, again: bool = False) -> None:
+    """Register our tool hooks where CrewAI's registry lacks them.
+
+    ``again``: put them back if CrewAI's global hooks were cleared since ``instrument()``
     (``crewai.hooks.clear_all_global_hooks()``): without them a tool call loses its agent,
-    cached and blocked calls go unrecorded, and a model could pass ``_session`` through."""
-    try:
-        registry = _State.hook_registry
-        if all(hook in get() for (get, _), hook in zip(registry, (_before_tool, _after_tool), strict=True)):
+    cached and blocked calls go unrecorded, and a model could pass ``_session`` through.
+    """
+    with guarded(FRAMEWORK, "registering the tool hooks"):
+        if all(hook in get() for get, _, hook in _CrewAI.hooks):
             return
-        with _State.hook_lock:
-            for (get, register), hook in zip(registry, (_before_tool, _after_tool), strict=True):
+        with _CrewAI.lock:
+            for get, register, hook in _CrewAI.hooks:
                 if hook not in get():
                     register(hook)
-                    if "hooks cleared" not in _State.warned:
-                        _State.warned.add("hooks cleared")
+                    if again and not _CrewAI.warned:
+                        _CrewAI.warned = True
                         logger.warning(
                             "openprogram: CrewAI's global tool hooks were cleared; openprogram registered "
                             "its own again (openprogram.uninstrument() removes them)"
                         )
-    except Exception:
-        _log_once("re-registering the tool hooks")
 
 
-# --- names ----------------------------------------------------------------------------
+# --- names and captures ----------------------------------------------------------------
 
 
 def _short(text: Any) -> str:
@@ -127,150 +211,8 @@ def _flow_name(flow: Any) -> str:
     return _short(getattr(flow, "name", None) or type(flow).__name__)
 
 
-# --- run identity -------------------------------------------------------------------
-
-
-def _execution_uuid() -> str | None:
-    getter = _State.get_execution_uuid  # resolved once in setup(): a failing import is slow
-    if getter is None:
-        return None
-    try:
-        value = getter()
-    except Exception:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _bind_execution() -> None:
-    """Tie CrewAI's execution id (minted inside the outermost kickoff) to the current session."""
-    try:
-        key = _execution_uuid()
-        if key is not None and session_var.get() is not None:
-            session_for_run(FRAMEWORK, key)  # cached after the first call of a run
-    except Exception:
-        _log_once("binding the execution id")
-
-
-def _entry_session(namespace: str, key: str | None, what: str) -> session_context | None:
-    """The session_context to enter for a run started with no session open (None inside one)."""
-    if session_var.get() is not None:
-        if key is not None:
-            try:
-                session_for_run(namespace, key)
-            except Exception:
-                _log_once("binding the run id")
-        return None
-    try:
-        run_key = key or _execution_uuid() or uuid.uuid4().hex
-        ctx = session_for_run(namespace if key else FRAMEWORK, run_key)
-    except Exception:
-        _log_once("opening the run's session")
-        return None
-    if ctx is not None:
-        ctx.runtime = what
-    return ctx
-
-
-def _opened(handle: Any, what: str) -> None:
-    _State.last_session_id = handle.session_id
-    logger.info(
-        "openprogram: CrewAI %s ran with no session open; recorded in session %s (see it with `openprogram show %s`)",
-        what, handle.session_id, handle.session_id,
-    )  # fmt: skip
-
-
-# --- streaming consumed outside the session ------------------------------------------
-
-
-def _drive_sync(iterator: Iterator[Any], step: Callable[[Iterator[Any]], Any]) -> Iterator[Any]:
-    while True:
-        try:
-            item = step(iterator)
-        except StopIteration:
-            return
-        yield item
-
-
-async def _drive_async(iterator: AsyncIterator[Any], start: Callable[[Any], Any]) -> AsyncIterator[Any]:
-    while True:
-        try:
-            item = await start(iterator.__anext__())
-        except StopAsyncIteration:
-            return
-        yield item
-
-
-def _bind_stream(result: Any) -> Any:
-    """Make a lazily-started stream run in the context of the call that created it."""
-    try:
-        if session_var.get() is None:
-            return result  # the run inside the stream opens its own session
-        sync_it = getattr(result, "_sync_iterator", None)
-        if sync_it is not None and not getattr(sync_it, _MARK, False):
-            # every step (incl. the one that starts CrewAI's worker) runs in the kickoff call's context
-            wrapped: Any = _drive_sync(sync_it, propagate(next))
-            result._sync_iterator = wrapped
-        async_it = getattr(result, "_async_iterator", None)
-        if async_it is not None:
-            # each step is a task created in the kickoff call's context, so a background
-            # task started by the first step inherits that context
-            result._async_iterator = _drive_async(async_it, propagate(asyncio.ensure_future))
-    except Exception:
-        _log_once("binding a stream to the session")
-    return result
-
-
-def _is_stream(result: Any) -> bool:
-    return hasattr(result, "_sync_iterator") or hasattr(result, "_async_iterator")
-
-
-# --- parent wrappers -------------------------------------------------------------------
-
-
-def _record_sync(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], kind: str, name: str,
-    *, inputs: Any = None, entry: tuple[str, str | None] | None = None, bind: bool = True,
-) -> Any:  # fmt: skip
-    ctx = _entry_session(entry[0], entry[1], f"{kind} {name!r}") if entry is not None else None
-    if ctx is not None:
-        with ctx as handle:
-            _opened(handle, f"{kind} {name!r}")
-            return _record_sync(fn, args, kwargs, kind, name, inputs=inputs, bind=bind)
-    opened = open_call(kind, name, FRAMEWORK, inputs)
-    if bind:
-        _bind_execution()
-    if opened is None:
-        return fn(*args, **kwargs)
-    try:
-        result = fn(*args, **kwargs)
-    except BaseException as exc:
-        close_call(opened, exc)
-        raise
-    close_call(opened, None, _output_of(result))
-    return result
-
-
-async def _record_async(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], kind: str, name: str,
-    *, inputs: Any = None, entry: tuple[str, str | None] | None = None, bind: bool = True,
-) -> Any:  # fmt: skip
-    ctx = _entry_session(entry[0], entry[1], f"{kind} {name!r}") if entry is not None else None
-    if ctx is not None:
-        async with ctx as handle:
-            _opened(handle, f"{kind} {name!r}")
-            return await _record_async(fn, args, kwargs, kind, name, inputs=inputs, bind=bind)
-    opened = open_call(kind, name, FRAMEWORK, inputs)
-    if bind:
-        _bind_execution()
-    if opened is None:
-        return await fn(*args, **kwargs)
-    try:
-        result = await fn(*args, **kwargs)
-    except BaseException as exc:
-        close_call(opened, exc)
-        raise
-    close_call(opened, None, _output_of(result))
-    return result
+def _tool_name(tool: Any) -> str:
+    return _short(getattr(tool, "name", None) or type(tool).__name__)
 
 
 def _output_of(result: Any) -> Any:
@@ -285,122 +227,19 @@ def _output_of(result: Any) -> Any:
     return None
 
 
-def _wrap_crew_kickoff(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    def kickoff(self: Crew, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return orig(self, *args, **kwargs)
-        if getattr(self, "stream", False):  # the run happens later, in CrewAI's worker
-            return _bind_stream(orig(self, *args, **kwargs))
-        return _record_sync(orig, (self, *args), kwargs, "crew", _crew_name(self),
-                            inputs=_crew_inputs(args, kwargs), entry=(FRAMEWORK, None))  # fmt: skip
-
-    return kickoff
-
-
-def _wrap_crew_akickoff(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    async def akickoff(self: Crew, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return await orig(self, *args, **kwargs)
-        if getattr(self, "stream", False):
-            return _bind_stream(await orig(self, *args, **kwargs))
-        return await _record_async(orig, (self, *args), kwargs, "crew", _crew_name(self),
-                                   inputs=_crew_inputs(args, kwargs), entry=(FRAMEWORK, None))  # fmt: skip
-
-    return akickoff
-
-
-def _wrap_stream_only(orig: Callable[..., Any]) -> Callable[..., Any]:
-    """``Crew.kickoff_async``: the work runs in ``kickoff`` (recorded there); only bind a returned stream."""
-
-    @functools.wraps(orig)
-    async def kickoff_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = await orig(self, *args, **kwargs)
-        if _State.active and _is_stream(result):
-            return _bind_stream(result)
-        return result
-
-    return kickoff_async
-
-
-def _wrap_for_each(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    def kickoff_for_each(self: Crew, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return orig(self, inputs, *args, **kwargs)
-        return _record_sync(orig, (self, inputs, *args), kwargs, "crew", _crew_name(self) + " (for each)",
-                            inputs={"runs": _count(inputs)}, entry=(FRAMEWORK, None), bind=False)  # fmt: skip
-
-    return kickoff_for_each
-
-
-def _wrap_for_each_async(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    async def kickoff_for_each_async(self: Crew, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return await orig(self, inputs, *args, **kwargs)
-        result = await _record_async(orig, (self, inputs, *args), kwargs, "crew", _crew_name(self) + " (for each)",
-                                     inputs={"runs": _count(inputs)}, entry=(FRAMEWORK, None), bind=False)  # fmt: skip
-        return _bind_stream(result) if _is_stream(result) else result
-
-    return kickoff_for_each_async
-
-
-def _count(inputs: Any) -> int | None:
-    try:
-        return len(inputs)
-    except Exception:
-        return None
-
-
 def _crew_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     inputs = kwargs.get("inputs", args[0] if args else None)
     return {"inputs": inputs} if inputs else None
 
 
-def _wrap_task(orig: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    if is_async:
-
-        @functools.wraps(orig)
-        async def _aexecute_core(self: Any, agent: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _State.active:
-                return await orig(self, agent, *args, **kwargs)
-            return await _record_async(orig, (self, agent, *args), kwargs, "task", _task_name(self))  # fmt: skip
-
-        return _aexecute_core
-
-    @functools.wraps(orig)
-    def _execute_core(self: Any, agent: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return orig(self, agent, *args, **kwargs)
-        return _record_sync(orig, (self, agent, *args), kwargs, "task", _task_name(self))
-
-    return _execute_core
+def _is_internal(flow: Any) -> bool:
+    return any(klass.__module__ in _INTERNAL_FLOW_MODULES for klass in type(flow).__mro__)
 
 
-def _wrap_agent_execute(orig: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    if is_async:
-
-        @functools.wraps(orig)
-        async def aexecute_task(self: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _State.active:
-                return await orig(self, task, *args, **kwargs)
-            _ensure_hooks()
-            return await _record_async(orig, (self, task, *args), kwargs, "agent", _agent_name(self),
-                                       inputs={"task": _task_name(task)})  # fmt: skip
-
-        return aexecute_task
-
-    @functools.wraps(orig)
-    def execute_task(self: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return orig(self, task, *args, **kwargs)
-        _ensure_hooks()
-        return _record_sync(orig, (self, task, *args), kwargs, "agent", _agent_name(self),
-                            inputs={"task": _task_name(task)})  # fmt: skip
-
-    return execute_task
+def _records_itself(tool: Any) -> bool:
+    """A tool whose function is an ``@openprogram.tool`` records its own call: do not record it twice."""
+    tool = getattr(tool, "_original_tool", None) or tool  # the BaseTool behind a CrewStructuredTool
+    return records_itself(tool, "func", "_run", "_arun")
 
 
 def _in_event_loop() -> bool:
@@ -411,30 +250,65 @@ def _in_event_loop() -> bool:
     return True
 
 
-def _wrap_agent_kickoff(orig: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    if is_async:
+def _describe_crew(crew: Any, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
+    if getattr(crew, "stream", False):
+        return None  # the run happens later, in CrewAI's worker, which calls kickoff again
+    return _crew_name(crew), _crew_inputs(args, kwargs)
 
-        @functools.wraps(orig)
-        async def kickoff_async(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _State.active:
-                return await orig(self, messages, *args, **kwargs)
-            _ensure_hooks()
-            return await _record_async(orig, (self, messages, *args), kwargs, "agent", _agent_name(self),
-                                       inputs={"messages": messages}, entry=(FRAMEWORK, None))  # fmt: skip
 
-        return kickoff_async
+def _describe_for_each(crew: Any, inputs: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    runs = len(inputs) if isinstance(inputs, Sized) else None
+    return _crew_name(crew) + " (for each)", {"runs": runs}
 
-    @functools.wraps(orig)
-    def kickoff(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active or _in_event_loop():
-            # Inside a running loop (a Flow method) CrewAI returns kickoff_async's
-            # coroutine: that call records when it is awaited.
-            return orig(self, messages, *args, **kwargs)
-        _ensure_hooks()
-        return _record_sync(orig, (self, messages, *args), kwargs, "agent", _agent_name(self),
-                            inputs={"messages": messages}, entry=(FRAMEWORK, None))  # fmt: skip
 
-    return kickoff
+def _describe_task(task: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    return _task_name(task), None
+
+
+def _describe_agent_task(agent: Any, task: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    _register_hooks(again=True)
+    return _agent_name(agent), {"task": _task_name(task)}
+
+
+def _describe_flow(flow: Any, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
+    if _is_internal(flow) or getattr(flow, "stream", False):
+        return None
+    return _flow_name(flow), None
+
+
+def _describe_method(flow: Any, method_name: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
+    return None if _is_internal(flow) else (_short(method_name), None)
+
+
+def _describe_direct_run(tool: Any, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
+    return None if _records_itself(tool) else (_tool_name(tool), kwargs or list(args))
+
+
+# --- run identity ------------------------------------------------------------------------
+
+
+def _execution_uuid() -> str | None:
+    value = _CrewAI.execution_uuid() if _CrewAI.execution_uuid is not None else None
+    return value if isinstance(value, str) else None
+
+
+def _execution_run(what: str) -> RunEntry | None:
+    """A crew or agent run: outside a session it gets one (keyed by CrewAI's execution id, if set)."""
+    return run_session(FRAMEWORK, what, _execution_uuid(), runtime=what)
+
+
+def _crew_run(crew: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
+    return None if getattr(crew, "stream", False) else _execution_run(f"crew {_crew_name(crew)!r}")
+
+
+def _for_each_run(crew: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
+    return _execution_run(f"crew {_crew_name(crew) + ' (for each)'!r}")
+
+
+def _bind_execution(*args: Any, **kwargs: Any) -> None:
+    """A task or agent run: bind CrewAI's execution id (minted inside the outermost kickoff) to the session."""
+    if openprogram.get_current_session() is not None:
+        run_session(FRAMEWORK, "execution", _execution_uuid())  # inside a session: binds, opens nothing
 
 
 def _flow_state_id(flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -448,334 +322,237 @@ def _flow_state_id(flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return str(value) if value else None
 
 
-def _wrap_flow_kickoff(orig: Callable[..., Any], internal: tuple[type, ...]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    async def kickoff_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active or isinstance(self, internal):
-            return await orig(self, *args, **kwargs)
-        if getattr(self, "stream", False):
-            return _bind_stream(await orig(self, *args, **kwargs))
-        return await _record_async(orig, (self, *args), kwargs, "flow", _flow_name(self),
-                                   entry=("crewai.flow", _flow_state_id(self, args, kwargs)), bind=False)  # fmt: skip
-
-    return kickoff_async
+def _flow_run(flow: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
+    if _is_internal(flow) or getattr(flow, "stream", False):
+        return None
+    what = f"flow {_flow_name(flow)!r}"
+    state_id = _flow_state_id(flow, args, kwargs)
+    if state_id is None:
+        return _execution_run(what)
+    return run_session(FRAMEWORK, what, state_id, namespace="crewai.flow", runtime=what)
 
 
-def _wrap_flow_sync_stream(orig: Callable[..., Any], internal: tuple[type, ...]) -> Callable[..., Any]:
-    """``Flow.kickoff`` with ``stream=True`` returns a lazy stream: bind it to the caller's session."""
+def _agent_kickoff(*, awaited: bool) -> Wrap:
+    """``Agent.kickoff`` / ``kickoff_async``: an agent run of its own, outside any crew."""
 
-    @functools.wraps(orig)
-    def kickoff(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = orig(self, *args, **kwargs)
-        if _State.active and not isinstance(self, internal) and getattr(self, "stream", False) and _is_stream(result):
-            return _bind_stream(result)
-        return result
+    def runs_here() -> bool:
+        # Inside a running loop (a Flow method) the sync kickoff returns kickoff_async's
+        # coroutine: that call records when it is awaited.
+        return awaited or not _in_event_loop()
 
-    return kickoff
+    def describe(agent: Any, messages: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
+        if not runs_here():
+            return None
+        _register_hooks(again=True)
+        return _agent_name(agent), {"messages": messages}
 
+    def entry(agent: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
+        return _execution_run(f"agent {_agent_name(agent)!r}") if runs_here() else None
 
-def _wrap_flow_method(orig: Callable[..., Any], internal: tuple[type, ...]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    async def _execute_method(self: Any, method_name: Any, method: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active or isinstance(self, internal):
-            return await orig(self, method_name, method, *args, **kwargs)
-        return await _record_async(orig, (self, method_name, method, *args), kwargs, "call", _short(method_name),
-                                   bind=False)  # fmt: skip
-
-    return _execute_method
+    return recorded("agent", describe, output=_output_of, run_session=entry)
 
 
-# --- tools ------------------------------------------------------------------------------
+# --- streams consumed elsewhere ----------------------------------------------------------
 
 
-class _Pending:
-    """One tool call between CrewAI's before- and after-hook (same context)."""
+def _bind_stream(result: Any) -> Any:
+    """Make a lazily started stream (CrewAI starts its worker at the first chunk) run in the context current now."""
+    is_stream = hasattr(result, "_sync_iterator") or hasattr(result, "_async_iterator")
+    if not is_stream or openprogram.get_current_session() is None:
+        return result  # with no session, the run inside the stream opens its own
+    with guarded(FRAMEWORK, "binding a stream to the session"):
+        sync_iterator = getattr(result, "_sync_iterator", None)
+        if inspect.isgenerator(sync_iterator):
+            result._sync_iterator = steps_in_current_context(sync_iterator)
+        async_iterator = getattr(result, "_async_iterator", None)
+        if inspect.isasyncgen(async_iterator):
+            result._async_iterator = async_steps_in_current_context(async_iterator)
+    return result
 
-    __slots__ = ("claimed", "error", "key", "ran", "scope", "token")
 
-    def __init__(self, scope: call_scope, key: Any) -> None:
-        self.scope = scope
-        self.key = key  # CrewAI passes the same tool_input dict to both hooks
-        self.token: contextvars.Token[_Pending | None] | None = None
+def _binding_streams(wrap: Wrap | None = None) -> Wrap:
+    """``wrap`` (or the original), and a stream the run returns (``stream=True``) keeps the caller's session."""
+
+    def make(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+        inner = original if wrap is None else wrap(original, integration)
+        replacement: Callable[..., Any]
+        if shape_of(original) == "coroutine":
+
+            async def replacement(*args: Any, **kwargs: Any) -> Any:
+                if not integration.active:
+                    return await original(*args, **kwargs)
+                return _bind_stream(await inner(*args, **kwargs))
+
+        else:
+
+            def replacement(*args: Any, **kwargs: Any) -> Any:
+                if not integration.active:
+                    return original(*args, **kwargs)
+                return _bind_stream(inner(*args, **kwargs))
+
+        return functools.update_wrapper(replacement, original)
+
+    return make
+
+
+# --- tool calls --------------------------------------------------------------------------
+
+
+class _ToolRun:
+    """One tool call CrewAI executes: the call its before-hook began, and what the tool's own run did.
+
+    ``with run:`` is the tool's body: the call is current inside, and its error noted.
+    """
+
+    __slots__ = ("call", "error", "ran", "running")
+
+    def __init__(self) -> None:
+        self.call: LaterCall | None = None
         self.error: BaseException | None = None
         self.ran = False
-        self.claimed = False
+        self.running = False
+
+    def __enter__(self) -> None:
+        assert self.call is not None
+        self.ran = self.running = True
+        self.call.current().__enter__()
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        assert self.call is not None
+        self.call.__exit__(et, exc, tb)
+        self.running = False
+        self.error = exc  # the last attempt's: a retry that succeeded clears it
+
+    def end(self, output: Any, exc: BaseException | None = None) -> None:
+        """End the call (once); one CrewAI did not run (cached, blocked, usage limit) is ``executed: false``."""
+        if self.call is not None:
+            self.call.end(exc or self.error, output, None if self.ran else {"executed": False})
 
 
-_pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("openprogram.crewai.tool", default=None)
+_executing: contextvars.ContextVar[_ToolRun | None] = contextvars.ContextVar("openprogram.crewai.tool", default=None)
+"""The tool call being executed: set by the tool-execution wrapper only, which resets it."""
 
 
-def _records_itself(tool: Any) -> bool:
-    """A tool whose function is an ``@openprogram.tool`` records its own call: do not record it twice."""
-    tool = getattr(tool, "_original_tool", None) or tool  # the BaseTool behind a CrewStructuredTool
-    return records_itself(tool, "func", "_run", "_arun")
-
-
-def _before_tool(context: Any) -> None:
-    if not _State.active:
+def _pending_run() -> _ToolRun | None:
+    """The tool call the before-hook began for the run starting now, if any (not one already running)."""
+    run = _executing.get()
+    if run is None or run.call is None or run.running or run.call.ended:
         return None
-    try:
-        tool_input = context.tool_input
-        if isinstance(tool_input, dict) and "_session" in tool_input:
-            del tool_input["_session"]  # never let a model choose the session
-        if _records_itself(getattr(context, "tool", None)):
-            return None
-        agent = context.agent
-        attributes = {"agent": _agent_name(agent)} if agent is not None else None
-        scope = call_scope("tool", str(context.tool_name), framework=FRAMEWORK, inputs=tool_input,
-                           attributes=attributes).enter()  # fmt: skip
-        pending = _Pending(scope, tool_input)
-        pending.token = _pending.set(pending)
-    except Exception:
-        _log_once("the before-tool hook")
-    return None
-
-
-def _release(pending: _Pending) -> None:
-    """Uninstall ``pending`` from the current context (once; the call itself is ended by the caller)."""
-    token, pending.token = pending.token, None
-    if token is not None:
-        try:
-            _pending.reset(token)
-        except ValueError:  # ended in another context
-            _pending.set(None)
-
-
-def _after_tool(context: Any) -> None:
-    pending = _pending.get()
-    if pending is None or pending.token is None or pending.key is not context.tool_input:
-        return None  # no before-hook of ours for this call (e.g. instrumented mid-call)
-    try:
-        _release(pending)
-        scope = pending.scope
-        scope.set_output(context.tool_result)
-        if not pending.ran:
-            scope.set_attributes(executed=False)  # cached, blocked by a hook, or usage limit reached
-        scope.exit(pending.error)
-    except Exception:
-        _log_once("the after-tool hook")
-    return None
-
-
-def _end_escaped(pending: _Pending, exc: BaseException) -> None:
-    """End a tool call whose Ctrl-C, SystemExit or cancellation escapes CrewAI's tool loop.
-
-    CrewAI catches only ``Exception``, so its after-tool hook never runs for these: the call
-    would stay ``running`` (and in the running-calls dict) for good.
-    """
-    try:
-        _release(pending)
-        pending.scope.exit(exc)
-    except Exception:
-        _log_once("ending an escaped tool call")
-
-
-def _tool_name(tool: Any) -> str:
-    return _short(getattr(tool, "name", None) or type(tool).__name__)
-
-
-def _claim() -> _Pending | None:
-    pending = _pending.get()
-    if pending is None or pending.claimed or pending.token is None:
-        return None
-    pending.claimed = pending.ran = True
-    return pending
-
-
-def _wrap_tool_sync(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return orig(self, *args, **kwargs)
-        pending = _claim()
-        if pending is None:  # not under an agent's tool hooks: a direct call
-            if _records_itself(self):
-                return orig(self, *args, **kwargs)
-            return _record_sync(orig, (self, *args), kwargs, "tool", _tool_name(self),
-                                inputs=kwargs or list(args), bind=False)  # fmt: skip
-        try:
-            result = orig(self, *args, **kwargs)
-        except BaseException as exc:
-            pending.error = exc
-            if not isinstance(exc, Exception):
-                _end_escaped(pending, exc)
-            raise
-        finally:
-            pending.claimed = False
-        pending.error = None  # a retry that succeeded
-        return result
-
     return run
 
 
-def _wrap_tool_async(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    async def arun(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _State.active:
-            return await orig(self, *args, **kwargs)
-        pending = _claim()
-        if pending is None:
-            if _records_itself(self):
-                return await orig(self, *args, **kwargs)
-            return await _record_async(orig, (self, *args), kwargs, "tool", _tool_name(self),
-                                       inputs=kwargs or list(args), bind=False)  # fmt: skip
-        try:
-            result = await orig(self, *args, **kwargs)
-        except BaseException as exc:
-            pending.error = exc
-            if not isinstance(exc, Exception):
-                _end_escaped(pending, exc)
-            raise
-        finally:
-            pending.claimed = False
-        pending.error = None
-        return result
-
-    return arun
+def _before_tool(context: Any) -> None:
+    if not _enabled():
+        return None
+    with guarded(FRAMEWORK, "the before-tool hook"):
+        tool_input = context.tool_input
+        if isinstance(tool_input, dict):
+            tool_input.pop("_session", None)  # never let a model choose the session
+        run = _executing.get()
+        if run is None or run.call is not None or _records_itself(context.tool):
+            return None  # outside a tool execution we wrap, the tool's run records it
+        agent = context.agent
+        attributes = {"agent": _agent_name(agent)} if agent is not None else None
+        run.call = LaterCall.begin("tool", str(context.tool_name), FRAMEWORK, tool_input, attributes)
+    return None
 
 
-def _wrap_ainvoke(orig: Callable[..., Any], invoke: Callable[..., Any]) -> Callable[..., Any]:
-    """``CrewStructuredTool.ainvoke``: a sync tool runs in an executor *with the caller's context*.
+def _after_tool(context: Any) -> None:
+    if not _enabled():
+        return None
+    run = _executing.get()
+    if run is not None:
+        with guarded(FRAMEWORK, "the after-tool hook"):
+            run.end(context.tool_result)
+    return None
 
-    CrewAI's own ``run_in_executor`` drops the context (and returns an async
-    ``@tool``'s coroutine unawaited); running the sync ``invoke`` there under
-    :func:`openprogram.propagate` keeps the session and awaits such coroutines.
+
+def _result_of(execution: Any) -> Any:
+    """The tool result in what a tool execution returns (a ``ToolResult``, a native call's result or dict)."""
+    if isinstance(execution, dict):
+        return execution.get("result")
+    return getattr(execution, "result", None)
+
+
+@contextlib.contextmanager
+def _executing_one() -> Iterator[_ToolRun]:
+    """The span of one tool execution: the call its before-hook begins ends with it at the latest."""
+    run = _ToolRun()
+    token = _executing.set(run)
+    try:
+        yield run
+    except BaseException as exc:  # what CrewAI does not catch (Ctrl-C, cancellation) or raises itself
+        run.end(None, exc)
+        raise
+    finally:
+        _executing.reset(token)
+
+
+def _tool_execution(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """A function executing one tool call between the hooks; it ends the call if the after-hook did not."""
+    # The switch is the enabled integration's, not this one's: a module that imported the function
+    # from one already patched keeps this wrapper for good.
+    replacement: Callable[..., Any]
+    if shape_of(original) == "coroutine":
+
+        async def replacement(*args: Any, **kwargs: Any) -> Any:
+            if not _enabled():
+                return await original(*args, **kwargs)
+            with _executing_one() as run:
+                result = await original(*args, **kwargs)
+            run.end(_result_of(result))  # if no after-hook ended it (cleared, or none on this path)
+            return result
+
+    else:
+
+        def replacement(*args: Any, **kwargs: Any) -> Any:
+            if not _enabled():
+                return original(*args, **kwargs)
+            with _executing_one() as run:
+                result = original(*args, **kwargs)
+            run.end(_result_of(result))
+            return result
+
+    return functools.update_wrapper(replacement, original)
+
+
+def _tool_run(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """A tool's own run: the body of the call the before-hook began for it, else a call of its own (a direct run)."""
+    direct = recorded("tool", _describe_direct_run, output=_output_of)(original, integration)
+    replacement: Callable[..., Any]
+    if shape_of(original) == "coroutine":
+
+        async def replacement(*args: Any, **kwargs: Any) -> Any:
+            run = _pending_run() if integration.active else None
+            if run is None:
+                return await direct(*args, **kwargs)
+            with run:
+                return await original(*args, **kwargs)
+
+    else:
+
+        def replacement(*args: Any, **kwargs: Any) -> Any:
+            run = _pending_run() if integration.active else None
+            if run is None:
+                return direct(*args, **kwargs)
+            with run:
+                return original(*args, **kwargs)
+
+    return functools.update_wrapper(replacement, original)
+
+
+def _structured_ainvoke(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``CrewStructuredTool.ainvoke``: a sync tool runs in an executor with the caller's context.
+
+    CrewAI's own ``run_in_executor`` drops the context and leaves an async ``@tool``'s coroutine
+    unawaited; ``invoke`` run there under :func:`openprogram.propagate` keeps one and awaits the other.
     """
-    wrapped_invoke = _wrap_tool_sync(invoke)
-    wrapped_ainvoke = _wrap_tool_async(orig)
+    run = _tool_run(original, integration)
 
-    @functools.wraps(orig)
     async def ainvoke(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        if not _State.active:
-            return await orig(self, input, config, **kwargs)
-        if asyncio.iscoroutinefunction(getattr(self, "func", None)):
-            return await wrapped_ainvoke(self, input, config, **kwargs)
-        call = propagate(functools.partial(wrapped_invoke, self, input, config, **kwargs))
-        return await asyncio.get_running_loop().run_in_executor(None, call)
+        if not integration.active or inspect.iscoroutinefunction(getattr(self, "func", None)):
+            return await run(self, input, config, **kwargs)
+        invoke = propagate(functools.partial(self.invoke, input, config, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(None, invoke)
 
-    return ainvoke
-
-
-# --- the integration ----------------------------------------------------------------
-
-
-def _version(text: str) -> tuple[int, ...]:
-    parts: list[int] = []
-    for piece in text.split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
-def _internal_flow_classes() -> tuple[type, ...]:
-    """CrewAI's own agent-executor flow (its module moved between versions): not a user flow."""
-    found: list[type] = []
-    for module_name in ("crewai.agents.agent_executor", "crewai.experimental.agent_executor"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        cls = getattr(module, "AgentExecutor", None)
-        if isinstance(cls, type):
-            found.append(cls)
-    return tuple(found)
-
-
-class CrewAIIntegration(Integration):
-    """Records CrewAI crews, tasks, agents, flows and tools; see the module docstring."""
-
-    identifier = "crewai"
-    extra = "crewai"
-
-    def __init__(self) -> None:
-        self._patches: list[tuple[type, str, Any]] = []
-        self._hooks: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
-        self._lock = threading.Lock()
-
-    def setup(self) -> None:
-        try:
-            import crewai
-            from crewai import Agent, Crew, Flow, Task
-            from crewai.hooks import (
-                get_after_tool_call_hooks,
-                get_before_tool_call_hooks,
-                register_after_tool_call_hook,
-                register_before_tool_call_hook,
-            )
-            from crewai.tools.base_tool import BaseTool, Tool
-            from crewai.tools.structured_tool import CrewStructuredTool
-        except ImportError as exc:
-            raise self.missing("crewai", f" or too old ({exc})") from exc
-        version = _version(getattr(crewai, "__version__", "0"))
-        if version < MIN_VERSION:
-            raise self.missing("crewai", f" in a supported version (found {crewai.__version__})")
-        internal = _internal_flow_classes()
-        try:
-            from crewai.execution import get_execution_uuid
-
-            _State.get_execution_uuid = get_execution_uuid
-        except ImportError:
-            _State.get_execution_uuid = None
-        with self._lock:
-            self._patch(Crew, "kickoff", _wrap_crew_kickoff)
-            self._patch(Crew, "akickoff", _wrap_crew_akickoff)
-            self._patch(Crew, "kickoff_async", _wrap_stream_only)
-            self._patch(Crew, "kickoff_for_each", _wrap_for_each)
-            self._patch(Crew, "kickoff_for_each_async", _wrap_for_each_async)
-            self._patch(Crew, "akickoff_for_each", _wrap_for_each_async)
-            self._patch(Task, "_execute_core", lambda f: _wrap_task(f, False))
-            self._patch(Task, "_aexecute_core", lambda f: _wrap_task(f, True))
-            self._patch(Agent, "execute_task", lambda f: _wrap_agent_execute(f, False))
-            self._patch(Agent, "aexecute_task", lambda f: _wrap_agent_execute(f, True))
-            self._patch(Agent, "kickoff", lambda f: _wrap_agent_kickoff(f, False))
-            self._patch(Agent, "kickoff_async", lambda f: _wrap_agent_kickoff(f, True))
-            self._patch(Flow, "kickoff", lambda f: _wrap_flow_sync_stream(f, internal))
-            self._patch(Flow, "kickoff_async", lambda f: _wrap_flow_kickoff(f, internal))
-            self._patch(Flow, "_execute_method", lambda f: _wrap_flow_method(f, internal))
-            for cls in (BaseTool, Tool):
-                self._patch(cls, "run", _wrap_tool_sync)
-                self._patch(cls, "arun", _wrap_tool_async)
-            invoke = CrewStructuredTool.__dict__.get("invoke")
-            self._patch(CrewStructuredTool, "invoke", _wrap_tool_sync)
-            if invoke is not None:
-                self._patch(CrewStructuredTool, "ainvoke", lambda f: _wrap_ainvoke(f, invoke))
-            register_before_tool_call_hook(_before_tool)
-            register_after_tool_call_hook(_after_tool)
-            self._hooks.append((_before_tool, _after_tool))
-            _State.hook_registry = (
-                (get_before_tool_call_hooks, register_before_tool_call_hook),
-                (get_after_tool_call_hooks, register_after_tool_call_hook),
-            )
-            _State.active = True
-
-    def _patch(self, cls: type, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        # Patch the class that defines it (e.g. crewai.Flow inherits kickoff_async from the runtime Flow).
-        owner = next((klass for klass in cls.__mro__ if attr in klass.__dict__), None)
-        if owner is None:
-            return  # not in this version
-        cls = owner
-        original = cls.__dict__[attr]
-        if getattr(original, _MARK, False):
-            return  # already ours
-        wrapper = make(original)
-        setattr(wrapper, _MARK, True)
-        setattr(cls, attr, wrapper)
-        self._patches.append((cls, attr, original))
-
-    def teardown(self) -> None:
-        with self._lock:
-            _State.active = False
-            while self._patches:
-                cls, attr, original = self._patches.pop()
-                setattr(cls, attr, original)
-            try:
-                from crewai.hooks import unregister_after_tool_call_hook, unregister_before_tool_call_hook
-            except ImportError:
-                self._hooks.clear()
-                return
-            while self._hooks:
-                before, after = self._hooks.pop()
-                unregister_before_tool_call_hook(before)
-                unregister_after_tool_call_hook(after)
+    return functools.update_wrapper(ainvoke, original)

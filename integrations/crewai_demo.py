@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from openprogram._context import get_current_session
+from openprogram import get_current_session
 
 from .crewai_fakes import offline_environment, scripted_llm
 

@@ -1,66 +1,99 @@
 """LangGraph adapter: every graph run, node/task and LangChain tool as a call in the session DAG.
 
-The session of the code that created a run is visible inside every node and
-tool of that run, wherever the run is iterated, and a run with a ``thread_id``
-and no open session records into the session bound to that thread.
-
-Patched (class- and module-level, so graphs compiled before ``instrument()``
-are covered): ``Pregel.stream`` / ``Pregel.astream`` (every ``invoke``,
-``batch``, ``astream_events`` goes through them) -> ``graph`` calls;
-``astream_events`` (v1/v2) / ``astream_log`` (lazy: they keep the creator's context);
-``run_with_retry`` / ``arun_with_retry`` as bound in
-``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``,
-``ToolNode``) -> ``node`` calls (under a ``RetryPolicy``, one per attempt, marked ``attempt``:
-the task's ``proc`` is proxied for the retry loop); ``BaseTool.run`` / ``BaseTool.arun`` ->
-``tool`` calls. An ``interrupt()`` records an ``interrupt`` call with its
-payload; a ``Command(resume=...)`` run records one with the answer.
-``SyncPregelLoop.__enter__`` / ``AsyncPregelLoop.__aenter__``: a run with a cache or
-static breakpoints gets its loop hooked (per instance: other runs pay nothing per
-step), so a node served from the cache is a ``node`` call marked ``cached`` and a
-breakpoint (``interrupt_before`` / ``interrupt_after``) records an ``interrupt``
-call named after the nodes it names.
+The session of the code that created a run is visible inside every node and tool of that run,
+wherever the run is iterated; a run with a ``thread_id`` and no open session records into the
+session bound to that thread. Graph runs (``stream`` / ``astream``, which every ``invoke``,
+``batch`` and ``astream_events`` goes through) run each step in their creator's context, driven
+from C so that LangGraph's warnings name the caller's line; their ``graph`` call lasts from the
+run's loop entered to the run's end reported to its callback manager. Nodes: ``run_with_retry`` /
+``arun_with_retry`` as bound in ``langgraph.pregel._runner`` (every node, ``Send``, subgraph,
+``@task``, ``ToolNode``; each attempt under a ``RetryPolicy``: :mod:`.langgraph_retries`). Tools:
+``BaseTool.run`` / ``arun``. Interrupts and resumes, static breakpoints and cache hits are recorded
+too (the last two by hooks on the loops of the runs that have them).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
-import dataclasses
-import functools
 import inspect
-import logging
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from openprogram._capture import json_string
-from openprogram._context import NoSessionError, session_var
-from openprogram._instrument import Integration
-from openprogram._propagation import close_inner, drive_async_generator, drive_generator
-from openprogram._recorder import (
+from openprogram import NoSessionError
+from openprogram._kit import (
+    Integration,
     Opened,
+    Target,
+    async_frameless_steps_in_current_context,
     call_scope,
     close_call,
-    detach_call,
-    end_call,
+    frameless_steps_in_current_context,
+    guarded,
+    injected_arguments,
+    json_string,
+    log_once,
     open_call,
+    records_itself,
     register_control_flow,
+    run_session,
+    wraps_like,
 )
-from openprogram._session import session_context, session_for_run
-from openprogram._tool import injected_arguments, records_itself
 
-__all__ = ["MIN_VERSION", "LangGraphIntegration"]
+from .langgraph_retries import NodeCalls, attempts_for
 
-logger = logging.getLogger("openprogram")
+__all__ = ["LangGraphIntegration"]
 
-MIN_VERSION = (1, 0, 0)
 FRAMEWORK = "langgraph"
-_MARK = "__openprogram_wrapped__"
+
+
+class LangGraphIntegration(Integration):
+    """Records LangGraph graph runs, nodes/tasks, interrupts and LangChain tools."""
+
+    identifier: ClassVar[str] = "langgraph"
+    framework: ClassVar[str] = FRAMEWORK
+    distribution: ClassVar[str] = "langgraph"
+    extra: ClassVar[str] = "langgraph"
+    trigger: ClassVar[str] = "langgraph.pregel"  # ``langgraph`` is a namespace package
+
+    def targets(self) -> Sequence[Target]:
+        return [
+            Target("langgraph.pregel.main:Pregel", "stream", _wrap_stream(frameless_steps_in_current_context)),
+            Target("langgraph.pregel.main:Pregel", "astream", _wrap_stream(async_frameless_steps_in_current_context)),
+            Target("langgraph.pregel.main:Pregel", "astream_events", _wrap_lazy_events),  # Runnable's in older ones
+            Target("langgraph.pregel.main:Pregel", "astream_log", _wrap_lazy_events),
+            Target("langgraph.pregel._loop:SyncPregelLoop", "__enter__", _wrap_enter),
+            Target("langgraph.pregel._loop:AsyncPregelLoop", "__aenter__", _wrap_aenter),
+            Target("langgraph.pregel._runner", "run_with_retry", _wrap_run_with_retry),
+            Target("langgraph.pregel._runner", "arun_with_retry", _wrap_arun_with_retry),
+            Target("langchain_core.tools:BaseTool", "run", _wrap_tool_run),
+            Target("langchain_core.tools:BaseTool", "arun", _wrap_tool_arun),
+        ]
+
+    def setup(self) -> None:
+        global _graph_interrupt, _parent_command, _command_type, _nodes
+        from langgraph.errors import GraphInterrupt, ParentCommand
+        from langgraph.types import Command
+
+        _graph_interrupt, _parent_command, _command_type = (GraphInterrupt,), (ParentCommand,), Command
+        _nodes = _nodes._replace(handoff=_parent_command)
+        # For every recorded call they pass through, @openprogram.tool functions included:
+        register_control_flow(GraphInterrupt, "interrupted")  # a human-in-the-loop pause
+        register_control_flow(ParentCommand, "ok")  # a hand-off to the parent graph
+
+
+# Filled by setup(): LangGraph's control-flow exceptions (not errors of the node) and its Command.
+_graph_interrupt: tuple[type[BaseException], ...] = ()
+_parent_command: tuple[type[BaseException], ...] = ()
+_command_type: type[Any] | None = None
 
 #: LangGraph's internal nodes (``__start__``, ...): not user code, not recorded.
 _RESERVED = ("__start__", "__end__")
 _PUSH = "__pregel_push"  # langgraph._internal._constants.PUSH: the path head of Send / @task tasks
+
+
+# --- graph runs --------------------------------------------------------------------
 
 
 class _Run:
@@ -76,27 +109,11 @@ class _Run:
 
 
 _run_var: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("openprogram.langgraph.run", default=None)
-
-# Filled by setup(): LangGraph's control-flow exceptions (not errors of the node).
-_graph_interrupt: tuple[type[BaseException], ...] = ()
-_parent_command: tuple[type[BaseException], ...] = ()
-_command_type: type[Any] | None = None
-
+# What a ``stream()`` call was asked for, in the context its steps run in, until its loop is entered.
+_starting: contextvars.ContextVar[tuple[Any, tuple[Any, ...], dict[str, Any]] | None] = contextvars.ContextVar(
+    "openprogram.langgraph.starting", default=None
+)
 _seen_lock = threading.Lock()  # parallel nodes of one run may pause at once
-
-_logged: set[str] = set()
-
-
-def _log_once(what: str) -> None:
-    """Log our own failure once per place, with the traceback; never raise into the graph."""
-    if what in _logged:
-        logger.debug("openprogram: langgraph adapter failed again in %s", what, exc_info=True)
-        return
-    _logged.add(what)
-    logger.exception("openprogram: langgraph adapter failed in %s; the graph keeps running unrecorded", what)
-
-
-# --- graph runs ------------------------------------------------------------------
 
 
 def _config_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -109,182 +126,198 @@ def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 class _GraphStart:
-    """What a graph run needs before it starts: its session entry (if any) and its call scope."""
+    """A graph run, from its loop entered to the end LangGraph reports to the run's callback manager
+    (after its last output and recursion-limit check; also when its stream is closed): its thread's
+    session (if any), its ``graph`` call and its state."""
 
-    __slots__ = ("resume", "run", "scope", "session", "token")
+    __slots__ = ("config", "ended", "entered", "entry", "graph", "manager", "resume", "run", "scope", "token")
 
     def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         config = _config_of(args, kwargs)
         configurable = config.get("configurable") or {}
         thread_id = configurable.get("thread_id")
-        self.session: session_context | None = None
-        if thread_id is not None:
-            # Inside a session: binds the thread to it. Outside: the thread's own session.
-            self.session = session_for_run(FRAMEWORK, str(thread_id))
+        name = str(getattr(graph, "name", None) or type(graph).__name__)
+        # Inside a session: binds the thread to it. Outside: the thread's session (opened silently).
+        self.entry = None if thread_id is None else run_session(FRAMEWORK, f"graph {name!r}", thread_id, log=False)
         inp = _input_of(args, kwargs)
         self.resume: Any = None
-        if _command_type is not None and isinstance(inp, _command_type) and getattr(inp, "resume", None) is not None:
-            self.resume = inp.resume
+        if _command_type is not None and isinstance(inp, _command_type):
+            self.resume = getattr(inp, "resume", None)
         attributes: dict[str, Any] = {}
         if thread_id is not None:
             attributes["thread_id"] = str(thread_id)
         checkpoint_ns = configurable.get("checkpoint_ns")
         if checkpoint_ns:
             attributes["checkpoint_ns"] = checkpoint_ns
-        name = getattr(graph, "name", None) or type(graph).__name__
-        self.scope = call_scope("graph", str(name), framework=FRAMEWORK, inputs={"input": inp},
-                                attributes=attributes)  # fmt: skip
+        self.scope = call_scope("graph", name, framework=FRAMEWORK, inputs={"input": inp}, attributes=attributes)
+        self.graph, self.config = graph, config
         self.run = _Run(_run_var.get())
         self.token: contextvars.Token[_Run | None] | None = None
+        self.manager: Any = None
+        self.entered = self.ended = False
 
     def begin(self) -> None:
-        self.scope.enter()
-        self.token = _run_var.set(self.run)
+        """Begin the ``graph`` call (the thread's session is entered already, if any)."""
+        with guarded(FRAMEWORK, "stream (starting the graph call)"):
+            self.scope.enter()
+            self.token = _run_var.set(self.run)
+
+    def _close(self, exc: BaseException | None) -> bool:
+        """End the ``graph`` call; True the first time (the thread's session is left by the caller)."""
+        if self.ended:
+            return False
+        self.ended = True
+        with guarded(FRAMEWORK, "stream (ending the graph call)"):
+            if self.token is not None:
+                with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
+                    _run_var.reset(self.token)
+            if exc is not None and isinstance(exc, _parent_command):
+                self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
+            # A pause or a hand-off passing through is registered control flow: not an error.
+            self.scope.exit(exc, "interrupted" if exc is None and self.run.interrupted else None)
+            for hook in ("on_chain_end", "on_chain_error"):  # the run manager is left as LangGraph made it
+                vars(self.manager).pop(hook, None)
+        return self.entered
 
     def end(self, exc: BaseException | None) -> None:
-        if self.token is not None:
-            with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
-                _run_var.reset(self.token)
-            self.token = None
-        if exc is not None and isinstance(exc, _parent_command):
-            self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
-        # A pause or a hand-off passing through is registered control flow: not an error.
-        status = "interrupted" if exc is None and self.run.interrupted else None
-        self.scope.exit(exc, status)
+        if self._close(exc) and self.entry is not None:
+            with guarded(FRAMEWORK, "stream (leaving the thread's session)"):
+                self.entry.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+
+    async def aend(self, exc: BaseException | None) -> None:
+        if self._close(exc) and self.entry is not None:
+            with guarded(FRAMEWORK, "astream (leaving the thread's session)"):
+                await self.entry.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
 
 
-def _pending_interrupts(state: Any) -> tuple[str, list[dict[str, Any]]]:
-    """Names of the interrupted tasks and their interrupts' payloads, from a StateSnapshot."""
-    names = [t.name for t in getattr(state, "tasks", ()) if getattr(t, "interrupts", ())]
-    payloads = [{"id": i.id, "value": i.value} for i in getattr(state, "interrupts", ())]
-    return ",".join(names) or "resume", payloads
+def _wrap_stream(in_context: Callable[[Any], Any]) -> Callable[[Callable[..., Any], Integration], Callable[..., Any]]:
+    """``stream`` / ``astream``: the lazy generator keeps its creator's context and says what to record."""
 
-
-def _record_resume(start: _GraphStart, state: Any) -> None:
-    name, payloads = _pending_interrupts(state)
-    inputs: dict[str, Any] = {"interrupts": payloads} if payloads else {}
-    with call_scope("interrupt", name, framework=FRAMEWORK, inputs=inputs or None) as scope:
-        scope.set_output({"resume": start.resume})
-
-
-def _traced_stream(original: Callable[..., Generator[Any, Any, Any]], graph: Any, args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> Generator[Any, Any, Any]:  # fmt: skip
-    try:
-        start: _GraphStart | None = _GraphStart(graph, args, kwargs)
-    except Exception:
-        _log_once("stream (preparing the run)")
-        start = None
-    if start is None:
-        return (yield from original(graph, *args, **kwargs))
-    session = start.session
-    if session is not None:
-        try:
-            session.__enter__()
-        except Exception:
-            _log_once("stream (opening the thread's session)")
-            session = None
-    try:
-        start.begin()
-        if start.resume is not None:
+    def wrap(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+        def stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not integration.active:
+                return original(self, *args, **kwargs)
+            token = _starting.set((self, args, kwargs))  # copied with the context; read when the loop is entered
             try:
-                _record_resume(start, graph.get_state(_config_of(args, kwargs)))
-            except Exception:
-                _log_once("stream (recording the resume)")
-    except Exception:
-        _log_once("stream (starting the graph call)")
-    try:
-        result = yield from original(graph, *args, **kwargs)
-    except BaseException as exc:
-        start.end(exc)
-        if session is not None:
-            session.__exit__(type(exc), exc, exc.__traceback__)
-        raise
-    start.end(None)
-    if session is not None:
-        session.__exit__(None, None, None)
-    return result
+                return in_context(original(self, *args, **kwargs))
+            finally:
+                _starting.reset(token)
+
+        return wraps_like(original)(stream)
+
+    return wrap
 
 
-async def _atraced_stream(original: Callable[..., AsyncIterator[Any]], graph: Any, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> AsyncGenerator[Any, Any]:  # fmt: skip
-    try:
-        start: _GraphStart | None = _GraphStart(graph, args, kwargs)
-    except Exception:
-        _log_once("astream (preparing the run)")
-        start = None
-    if start is None:
-        async for chunk in original(graph, *args, **kwargs):
-            yield chunk
-        return
-    session = start.session
-    if session is not None:
-        try:
-            await session.__aenter__()
-        except Exception:
-            _log_once("astream (opening the thread's session)")
-            session = None
-    try:
-        start.begin()
-        if start.resume is not None:
-            try:
-                _record_resume(start, await graph.aget_state(_config_of(args, kwargs)))
-            except Exception:
-                _log_once("astream (recording the resume)")
-    except Exception:
-        _log_once("astream (starting the graph call)")
-    inner = original(graph, *args, **kwargs)
-    try:
-        async for chunk in inner:
-            yield chunk
-    except BaseException as exc:
-        try:
-            await close_inner(inner)  # type: ignore[arg-type]
-        finally:
-            start.end(exc)
-            if session is not None:
-                await session.__aexit__(type(exc), exc, exc.__traceback__)
-        raise
-    start.end(None)
-    if session is not None:
-        await session.__aexit__(None, None, None)
-
-
-def _wrap_stream(original: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Iterator[Any]]:
-    @functools.wraps(original)
-    def stream(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        if not _active:
-            return original(self, *args, **kwargs)
-        # The generator is lazy: take the creator's context now, run every step in it.
-        return drive_generator(_traced_stream(original, self, args, kwargs), contextvars.copy_context())
-
-    setattr(stream, _MARK, original)
-    return stream
-
-
-def _wrap_astream(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
-    @functools.wraps(original)
-    def astream(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        if not _active:
-            return original(self, *args, **kwargs)
-        return drive_async_generator(_atraced_stream(original, self, args, kwargs), contextvars.copy_context())
-
-    setattr(astream, _MARK, original)
-    return astream
-
-
-def _wrap_lazy_events(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_lazy_events(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     """``astream_events`` (v1/v2) and ``astream_log``: lazy async generators that call ``astream``
     only when first iterated, so that ``astream`` would take the iterating context, not the creator's."""
 
-    @functools.wraps(original)
     def events(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, *args, **kwargs)
-        if _active and inspect.isasyncgen(result):
-            return drive_async_generator(result, contextvars.copy_context())
+        if integration.active and inspect.isasyncgen(result):
+            return async_frameless_steps_in_current_context(result)
         return result  # v3's run stream (drives ``astream`` from the caller) or a coroutine
 
-    setattr(events, _MARK, original)
-    return events
+    return wraps_like(original)(events)
+
+
+def _take_start(loop: Any, asynchronous: bool) -> _GraphStart | None:
+    """The run this loop belongs to (a ``stream()`` call of ours), ready to begin; None: not recorded."""
+    pending = _starting.get()
+    if pending is None:
+        return None
+    _starting.set(None)  # the run's own context: its nodes and subgraphs copy it after this
+    try:
+        start = _GraphStart(*pending)
+        _hook_end(loop.manager, start, asynchronous)
+    except Exception as exc:
+        log_once(FRAMEWORK, "stream (preparing the run)", exc)
+        return None
+    return start
+
+
+def _hook_end(manager: Any, start: _GraphStart, asynchronous: bool) -> None:
+    """End ``start`` where LangGraph reports the run's end, on this run's own callback manager."""
+    on_end, on_error = manager.on_chain_end, manager.on_chain_error
+    if asynchronous:
+
+        async def aon_chain_end(outputs: Any, **kwargs: Any) -> None:
+            await on_end(outputs, **kwargs)
+            await start.aend(None)
+
+        async def aon_chain_error(error: BaseException, **kwargs: Any) -> None:
+            try:
+                await on_error(error, **kwargs)
+            finally:
+                await start.aend(error)
+
+        manager.on_chain_end, manager.on_chain_error = aon_chain_end, aon_chain_error
+    else:
+
+        def on_chain_end(outputs: Any, **kwargs: Any) -> Any:
+            result = on_end(outputs, **kwargs)
+            start.end(None)
+            return result
+
+        def on_chain_error(error: BaseException, **kwargs: Any) -> Any:
+            try:
+                return on_error(error, **kwargs)
+            finally:
+                start.end(error)
+
+        manager.on_chain_end, manager.on_chain_error = on_chain_end, on_chain_error
+    start.manager = manager
+
+
+def _wrap_enter(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    def __enter__(self: Any) -> Any:
+        if integration.active:
+            start = _take_start(self, asynchronous=False)
+            if start is not None:
+                if start.entry is not None:
+                    with guarded(FRAMEWORK, "stream (opening the thread's session)"):
+                        start.entry.__enter__()
+                        start.entered = True
+                start.begin()
+                if start.resume is not None:
+                    with guarded(FRAMEWORK, "stream (recording the resume)"):
+                        _record_resume(start, start.graph.get_state(start.config))
+            _arm_loop(self, integration)
+        return original(self)
+
+    return wraps_like(original)(__enter__)
+
+
+def _wrap_aenter(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    async def __aenter__(self: Any) -> Any:
+        if integration.active:
+            start = _take_start(self, asynchronous=True)
+            if start is not None:
+                if start.entry is not None:
+                    with guarded(FRAMEWORK, "astream (opening the thread's session)"):
+                        await start.entry.__aenter__()
+                        start.entered = True
+                start.begin()
+                if start.resume is not None:
+                    with guarded(FRAMEWORK, "astream (recording the resume)"):
+                        _record_resume(start, await start.graph.aget_state(start.config))
+            _arm_loop(self, integration)
+        return await original(self)
+
+    return wraps_like(original)(__aenter__)
+
+
+def _record_resume(start: _GraphStart, state: Any) -> None:
+    """A ``Command(resume=...)`` run: an ``interrupt`` call named after the interrupted tasks (``state``:
+    the thread's StateSnapshot), with their interrupts' payloads and the answer."""
+    names = [t.name for t in getattr(state, "tasks", ()) if getattr(t, "interrupts", ())]
+    payloads = [{"id": i.id, "value": i.value} for i in getattr(state, "interrupts", ())]
+    inputs = {"interrupts": payloads} if payloads else None
+    with call_scope("interrupt", ",".join(names) or "resume", framework=FRAMEWORK, inputs=inputs) as scope:
+        scope.set_output({"resume": start.resume})
+
+
+# --- breakpoints and the cache: hooks on one run's loop -------------------------------
 
 
 def _record_breakpoint(when: str, names: list[str]) -> None:
@@ -303,99 +336,60 @@ def _at_breakpoint(tasks: Any, breakpoints: Any) -> list[str]:
 
 def _record_cached(tasks: Any) -> None:
     """Nodes whose writes came from the cache (a ``CachePolicy`` hit): recorded, marked ``cached``."""
-    for task in tasks:
-        opened = _begin_node(task)
-        if opened is not None:
-            close_call(opened, None, _node_output(task), attributes={"cached": True})
+    with guarded(FRAMEWORK, "match_cached_writes (recording a cache hit)"):
+        for task in tasks:
+            opened = _begin_node(task)
+            if opened is not None:
+                close_call(opened, None, _node_output(task), attributes={"cached": True})
 
 
-def _arm_loop(loop: Any) -> None:
+def _arm_loop(loop: Any, integration: Integration) -> None:
     """Hook one run's loop, on the instance and only where it needs it: a run with no
     breakpoints and no cache pays nothing per step."""
-    before, after, tick, after_tick = loop.interrupt_before, loop.interrupt_after, loop.tick, loop.after_tick
-    if before:
+    with guarded(FRAMEWORK, "PregelLoop.__enter__ (hooking breakpoints and the cache)"):
+        before, after, tick, after_tick = loop.interrupt_before, loop.interrupt_after, loop.tick, loop.after_tick
+        if before:
 
-        def paused_tick() -> Any:
-            try:
-                return tick()
-            except _graph_interrupt:
-                if _active and loop.status == "interrupt_before":
-                    try:
-                        _record_breakpoint("before", _at_breakpoint(loop.tasks.values(), before))
-                    except Exception:
-                        _log_once("tick (recording a breakpoint)")
-                raise
+            def paused_tick() -> Any:
+                try:
+                    return tick()
+                except _graph_interrupt:
+                    if integration.active and loop.status == "interrupt_before":
+                        with guarded(FRAMEWORK, "tick (recording a breakpoint)"):
+                            _record_breakpoint("before", _at_breakpoint(loop.tasks.values(), before))
+                    raise
 
-        loop.tick = paused_tick
-    if after:
+            loop.tick = paused_tick
+        if after:
 
-        def paused_after_tick() -> Any:
-            # The nodes that just ran (newer LangGraph moves on to the next step before pausing).
-            ran = _at_breakpoint(loop.tasks.values(), after) if _active else None
-            try:
-                return after_tick()
-            except _graph_interrupt:
-                if ran is not None and loop.status == "interrupt_after":
-                    try:
-                        _record_breakpoint("after", ran)
-                    except Exception:
-                        _log_once("after_tick (recording a breakpoint)")
-                raise
+            def paused_after_tick() -> Any:
+                # The nodes that just ran (newer LangGraph moves on to the next step before pausing).
+                ran = _at_breakpoint(loop.tasks.values(), after) if integration.active else None
+                try:
+                    return after_tick()
+                except _graph_interrupt:
+                    if ran is not None and loop.status == "interrupt_after":
+                        with guarded(FRAMEWORK, "after_tick (recording a breakpoint)"):
+                            _record_breakpoint("after", ran)
+                    raise
 
-        loop.after_tick = paused_after_tick
-    if getattr(loop, "cache", None) is not None:  # the sync loop matches with one, the async loop the other
-        match, amatch = loop.match_cached_writes, loop.amatch_cached_writes
+            loop.after_tick = paused_after_tick
+        if getattr(loop, "cache", None) is not None:  # the sync loop matches with one, the async loop the other
+            match, amatch = loop.match_cached_writes, loop.amatch_cached_writes
 
-        def match_cached_writes() -> Any:
-            matched = match()
-            if matched and _active:
-                _record_cached_safely(matched)
-            return matched
+            def match_cached_writes() -> Any:
+                matched = match()
+                if matched and integration.active:
+                    _record_cached(matched)
+                return matched
 
-        async def amatch_cached_writes() -> Any:
-            matched = await amatch()
-            if matched and _active:
-                _record_cached_safely(matched)
-            return matched
+            async def amatch_cached_writes() -> Any:
+                matched = await amatch()
+                if matched and integration.active:
+                    _record_cached(matched)
+                return matched
 
-        loop.match_cached_writes, loop.amatch_cached_writes = match_cached_writes, amatch_cached_writes
-
-
-def _record_cached_safely(tasks: Any) -> None:
-    try:
-        _record_cached(tasks)
-    except NoSessionError:
-        raise
-    except Exception:
-        _log_once("match_cached_writes (recording a cache hit)")
-
-
-def _wrap_enter(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def __enter__(self: Any) -> Any:
-        if _active:
-            try:
-                _arm_loop(self)
-            except Exception:
-                _log_once("PregelLoop.__enter__ (hooking breakpoints and the cache)")
-        return original(self)
-
-    setattr(__enter__, _MARK, original)
-    return __enter__
-
-
-def _wrap_aenter(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    async def __aenter__(self: Any) -> Any:
-        if _active:
-            try:
-                _arm_loop(self)
-            except Exception:
-                _log_once("PregelLoop.__aenter__ (hooking breakpoints and the cache)")
-        return await original(self)
-
-    setattr(__aenter__, _MARK, original)
-    return __aenter__
+            loop.match_cached_writes, loop.amatch_cached_writes = match_cached_writes, amatch_cached_writes
 
 
 # --- nodes and tasks -------------------------------------------------------------
@@ -427,8 +421,8 @@ def _begin_node(task: Any, attempt: int = 0) -> Opened | None:
         return open_call("node", name if type(name) is str else str(name), FRAMEWORK, inputs, attributes)
     except NoSessionError:
         raise  # the "error" no-session policy
-    except Exception:
-        _log_once("run_with_retry (starting the node call)")
+    except Exception as exc:
+        log_once(FRAMEWORK, "run_with_retry (starting the node call)", exc)
         return None
 
 
@@ -481,214 +475,30 @@ def _end_node(opened: Opened, task: Any, exc: BaseException | None) -> None:
             run = _run_var.get()
             if run is not None:
                 run.interrupted = True
-            _record_interrupts(run, opened[0][4], exc)  # children of this node: it is still current
-            close_call(opened, exc)  # registered control flow: "interrupted", the payload on the interrupt call
+            # Children of this node: it is still current. The node itself ends "interrupted"
+            # (registered control flow), the payload on the interrupt call.
+            _record_interrupts(run, task.name if type(task.name) is str else str(task.name), exc)
+            close_call(opened, exc)
         elif isinstance(exc, _parent_command):
             close_call(opened, exc, attributes={"command": "parent"})  # registered control flow: "ok"
         else:
             close_call(opened, exc)
-    except Exception:
-        _log_once("run_with_retry (ending the node call)")
+    except Exception as error:
+        log_once(FRAMEWORK, "run_with_retry (ending the node call)", error)
         close_call(opened, exc)
 
 
-_TIMED_OUT = TimeoutError("the attempt timed out (TimeoutPolicy)")
+_nodes = NodeCalls(_begin_node, _end_node, _parent_command, _RESERVED)  # the retry attempts' node calls
 
 
-def _after_timeout(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while LangGraph handled a node's timeout (waiting to retry)."""
-    seen = exc.__context__
-    for _ in range(8):
-        if seen is None:
-            return False
-        if type(seen).__name__ == "NodeTimeoutError":
-            return True
-        seen = seen.__context__
-    return False
-
-
-class _Attempts:
-    """Stands in for the ``proc`` of a task run under a retry policy, so that every attempt is its own
-    ``node`` call: LangGraph's retry loop runs ``proc.invoke`` (async: ``ainvoke`` or, for
-    ``astream_events`` / ``astream_log``, ``astream``) once per attempt, so whatever an attempt runs
-    (tools, subgraphs, functions) nests under that attempt's call.
-
-    What an attempt's ending means is sometimes decided by the loop, outside the attempt: a
-    ``CancelledError`` may be the run being cancelled (``interrupted``) or, in LangGraph 1.2, a
-    node's own cancellation turned into a ``NodeCancelledError`` (a failure, retried or not); an
-    attempt cut short by a ``TimeoutPolicy`` is given up on (``NodeTimeoutError``) while its
-    cancellation is still on its way. Such attempts are settled when the next attempt begins
-    (LangGraph retried: a failure) or when the loop ends (with the loop's own exception)."""
-
-    __slots__ = ("cancelled", "count", "loop_task", "pending", "proc", "running", "settled", "task")
-
-    def __init__(self, task: Any) -> None:
-        self.task = task
-        self.proc = task.proc
-        self.count = 0  # attempts begun
-        self.pending: Opened | None = None  # an attempt's call left for the wrapper to end
-        self.running: Opened | None = None  # the attempt whose proc call has not returned
-        self.cancelled: tuple[tuple[Any, ...], BaseException] | None = None  # ended by a CancelledError
-        self.settled: set[Any] = set()  # ids of attempts ended here rather than by themselves
-        self.loop_task: asyncio.Task[Any] | None = None  # the task running LangGraph's async retry loop
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _Attempts.__slots__:
-            raise AttributeError(name)  # not set yet (a copy being built): never recurse
-        return getattr(self.proc, name)  # anything else LangGraph may read off the runnable
-
-    def _begin(self) -> Opened | None:
-        self._settle(None)  # a new attempt: LangGraph retried whatever it left undecided
-        self.count += 1
-        opened = _begin_node(self.task, self.count)
-        self.running = opened
-        return opened
-
-    def _settle(self, exc: BaseException | None) -> None:
-        """End the attempts the loop decided about: ``exc`` is the loop's exception (None: it retried)."""
-        try:
-            # Retried (LangGraph retries no cancellation but its timeout's), or the run failed
-            # while it waited to retry after a timeout: the attempt timed out.
-            timed_out = exc is None or (isinstance(exc, asyncio.CancelledError) and _after_timeout(exc))
-            running, self.running = self.running, None
-            if running is not None:  # given up on and not ended yet
-                self.settled.add(running[0][0])
-                end_call(running[0], _TIMED_OUT if timed_out else exc)
-            cancelled, self.cancelled = self.cancelled, None
-            if cancelled is not None:
-                end_call(cancelled[0], _TIMED_OUT if timed_out else exc)
-        except Exception:
-            _log_once("run_with_retry (ending an attempt)")
-
-    def _end(self, opened: Opened, exc: BaseException | None) -> None:
-        if self.running is opened:
-            self.running = None
-        if opened[0][0] in self.settled:  # already ended by _settle: restore the context only
-            close_call(opened, exc)
-            return
-        if exc is not None and isinstance(exc, _parent_command):
-            # LangGraph decides after the attempt: a Command for this graph runs the node's
-            # writers (the node's output, as today), any other is passed on. The wrapper ends it.
-            self.pending = opened
-            return
-        if isinstance(exc, asyncio.CancelledError):
-            if self._timed_out():
-                close_call(opened, _TIMED_OUT)  # a failure: "error", with the reason
-                return
-            # The run cancelled, or (LangGraph 1.2) the node's own cancellation, a failure: the loop decides.
-            self.cancelled = (detach_call(opened), exc)
-            return
-        # A failure LangGraph retries ends its attempt "error"; an interrupt ends the loop, as today.
-        _end_node(opened, self.task, exc)
-
-    def _timed_out(self) -> bool:
-        """The attempt's own task was cancelled (LangGraph 1.2 runs an attempt with a timeout in a
-        task of its own and cancels it on timeout) while the retry loop's task was not: the
-        timeout's doing, not the run's cancellation nor the node's own ``CancelledError``."""
-        loop_task = self.loop_task
-        current = asyncio.current_task() if loop_task is not None else None
-        if current is None or current is loop_task:
-            return False
-        own = getattr(current, "cancelling", None)  # Python >= 3.11; before: the loop decides
-        return own is not None and own() > 0 and loop_task.cancelling() == 0  # type: ignore[union-attr]
-
-    def finish(self, exc: BaseException | None) -> None:
-        """After LangGraph's loop: end what it left undecided or pending, or record the task as one
-        call when it ended before any attempt began (e.g. a sync node with a timeout policy)."""
-        try:
-            if self.running is not None or self.cancelled is not None:
-                self._settle(exc)  # None: the loop succeeded after them, so it retried them
-            opened = self.pending
-            if opened is None and self.count == 0:
-                opened = _begin_node(self.task)
-            if opened is not None:
-                self.pending = None
-                _end_node(opened, self.task, exc)
-        except Exception:
-            _log_once("run_with_retry (ending the node call)")
-
-    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        opened = self._begin()
-        if opened is None:
-            return self.proc.invoke(input, config, **kwargs)
-        try:
-            result = self.proc.invoke(input, config, **kwargs)
-        except BaseException as exc:
-            self._end(opened, exc)
-            raise
-        self._end(opened, None)
-        return result
-
-    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        opened = self._begin()
-        if opened is None:
-            return await self.proc.ainvoke(input, config, **kwargs)
-        try:
-            result = await self.proc.ainvoke(input, config, **kwargs)
-        except BaseException as exc:
-            self._end(opened, exc)
-            raise
-        self._end(opened, None)
-        return result
-
-    async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        opened = self._begin()
-        if opened is None:
-            async for chunk in self.proc.astream(input, config, **kwargs):
-                yield chunk
-            return
-        try:
-            async for chunk in self.proc.astream(input, config, **kwargs):
-                yield chunk
-        except BaseException as exc:
-            self._end(opened, exc)
-            raise
-        self._end(opened, None)
-
-
-def _retried(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether a retry policy is in effect for ``task``: LangGraph's rule, the task's own, else the graph's."""
-    return bool(getattr(task, "retry_policy", None) or (args[1] if len(args) > 1 else kwargs.get("retry_policy")))
-
-
-def _with_attempts(task: Any, args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> tuple[_Attempts, tuple[Any, ...], dict[str, Any]] | None:  # fmt: skip
-    """LangGraph's retry-loop arguments with the task's ``proc`` standing in for one call per attempt.
-
-    The task is a dataclass: its copy shares ``writes`` (the deque the runner reads) and every
-    other field; only the loop sees it. None: record the loop as one call, as without a policy
-    (a reserved node, or no current session: the no-session policy then applies as today).
-    """
-    try:
-        if session_var.get() is None or task.name in _RESERVED:
-            return None
-        attempts = _Attempts(task)
-        proxied = dataclasses.replace(task, proc=attempts)
-        if args:
-            return attempts, (proxied, *args[1:]), kwargs
-        return attempts, args, {**kwargs, "task": proxied}
-    except Exception:
-        _log_once("run_with_retry (preparing per-attempt calls)")
-        return None
-
-
-def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
+def _wrap_run_with_retry(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     def run_with_retry(*args: Any, **kwargs: Any) -> Any:
-        if not _active:
+        if not integration.active:
             return original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
-        if _retried(task, args, kwargs):
-            retried = _with_attempts(task, args, kwargs)
-            if retried is not None:
-                attempts, args, kwargs = retried
-                try:
-                    result = original(*args, **kwargs)
-                except BaseException as exc:
-                    attempts.finish(exc)
-                    raise
-                attempts.finish(None)
-                return result
+        attempts = attempts_for(task, args, kwargs, _nodes)
+        if attempts is not None:
+            return attempts.run(original)
         opened = _begin_node(task)
         if opened is None:
             return original(*args, **kwargs)
@@ -700,29 +510,19 @@ def _wrap_run_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
         _end_node(opened, task, None)
         return result
 
-    setattr(run_with_retry, _MARK, original)
-    return run_with_retry
+    return wraps_like(original)(run_with_retry)
 
 
-def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
+def _wrap_arun_with_retry(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     async def arun_with_retry(*args: Any, **kwargs: Any) -> Any:
-        if not _active:
+        if not integration.active:
             return await original(*args, **kwargs)
         task = args[0] if args else kwargs.get("task")
         # Not with LangGraph 1.0's ``match_cached_writes`` (unused by its runner): it finds the task by identity.
-        if _retried(task, args, kwargs) and len(args) <= 3 and kwargs.get("match_cached_writes") is None:
-            retried = _with_attempts(task, args, kwargs)
-            if retried is not None:
-                attempts, args, kwargs = retried
-                attempts.loop_task = asyncio.current_task()
-                try:
-                    result = await original(*args, **kwargs)
-                except BaseException as exc:
-                    attempts.finish(exc)
-                    raise
-                attempts.finish(None)
-                return result
+        per_attempt = len(args) <= 3 and kwargs.get("match_cached_writes") is None
+        attempts = attempts_for(task, args, kwargs, _nodes) if per_attempt else None
+        if attempts is not None:
+            return await attempts.arun(original)
         opened = _begin_node(task)
         if opened is None:
             return await original(*args, **kwargs)
@@ -734,17 +534,10 @@ def _wrap_arun_with_retry(original: Callable[..., Any]) -> Callable[..., Any]:
         _end_node(opened, task, None)
         return result
 
-    setattr(arun_with_retry, _MARK, original)
-    return arun_with_retry
+    return wraps_like(original)(arun_with_retry)
 
 
 # --- LangChain tools -------------------------------------------------------------
-
-
-def _records_itself(tool: Any) -> bool:
-    """A tool built on an ``@openprogram.tool`` function records its own call: do not record it twice."""
-    return records_itself(tool, "func", "coroutine")
-
 
 _visible: dict[int, tuple[Any, frozenset[str]]] = {}  # id(tool) -> (tool, argument names the model sees)
 _MAX_VISIBLE = 1024
@@ -792,36 +585,33 @@ def _injected_hint(tool: Any, tool_input: Any) -> list[tuple[frozenset[str], fro
         visible = _model_arguments(tool)
         keys = frozenset(k for k in tool_input if k not in visible)
         return [(names, keys)] if keys else None
-    except Exception:
-        _log_once("BaseTool.run (finding injected arguments)")
+    except Exception as exc:
+        log_once(FRAMEWORK, "BaseTool.run (finding injected arguments)", exc)
         return None
 
 
 def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
     try:
-        if _records_itself(tool):
+        # A tool built on an ``@openprogram.tool`` function records its own call: not recorded twice.
+        if records_itself(tool, "func", "coroutine"):
             return None
         name = tool.name
         return open_call("tool", name if type(name) is str else str(name), FRAMEWORK, _tool_inputs(tool, tool_input))
     except NoSessionError:
         raise  # the "error" no-session policy
-    except Exception:
-        _log_once("BaseTool.run (starting the tool call)")
+    except Exception as exc:
+        log_once(FRAMEWORK, "BaseTool.run (starting the tool call)", exc)
         return None
 
 
-def _end_tool(opened: Opened, exc: BaseException | None, output: Any) -> None:
-    # interrupt() inside the tool (GraphInterrupt) ends it "interrupted": registered control flow.
-    if exc is None and hasattr(output, "tool_call_id") and hasattr(output, "content"):
-        # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
-        output = output.content
-    close_call(opened, exc, output)
+def _tool_output(result: Any) -> Any:
+    # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
+    return result.content if hasattr(result, "tool_call_id") and hasattr(result, "content") else result
 
 
-def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
+def _wrap_tool_run(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     def run(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _active:
+        if not integration.active:
             return original(self, tool_input, *args, **kwargs)
         opened = _begin_tool(self, tool_input)
         if opened is None:
@@ -836,19 +626,17 @@ def _wrap_tool_run(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = original(self, tool_input, *args, **kwargs)
         except BaseException as exc:
-            _end_tool(opened, exc, None)
+            close_call(opened, exc)  # interrupt() inside the tool: "interrupted", registered control flow
             raise
-        _end_tool(opened, None, result)
+        close_call(opened, None, _tool_output(result))
         return result
 
-    setattr(run, _MARK, original)
-    return run
+    return wraps_like(original)(run)
 
 
-def _wrap_tool_arun(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
+def _wrap_tool_arun(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     async def arun(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _active:
+        if not integration.active:
             return await original(self, tool_input, *args, **kwargs)
         opened = _begin_tool(self, tool_input)
         if opened is None:
@@ -863,91 +651,9 @@ def _wrap_tool_arun(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = await original(self, tool_input, *args, **kwargs)
         except BaseException as exc:
-            _end_tool(opened, exc, None)
+            close_call(opened, exc)
             raise
-        _end_tool(opened, None, result)
+        close_call(opened, None, _tool_output(result))
         return result
 
-    setattr(arun, _MARK, original)
-    return arun
-
-
-# --- setup / teardown ------------------------------------------------------------
-
-_active = False
-
-
-def _version(text: str) -> tuple[int, ...]:
-    parts: list[int] = []
-    for piece in text.split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
-
-
-class LangGraphIntegration(Integration):
-    """Records LangGraph graph runs, nodes/tasks, interrupts and LangChain tools."""
-
-    identifier: ClassVar[str] = "langgraph"
-    extra: ClassVar[str] = "langgraph"
-
-    def __init__(self) -> None:
-        # (owner, attribute, original): what teardown puts back, exactly (None: it was inherited).
-        self._patched: list[tuple[Any, str, Any]] = []
-
-    def _targets(self) -> list[tuple[Any, str, Callable[[Any], Any]]]:
-        from langchain_core.tools import BaseTool
-        from langgraph.pregel import Pregel, _loop, _runner
-
-        return [
-            (_loop.SyncPregelLoop, "__enter__", _wrap_enter),
-            (_loop.AsyncPregelLoop, "__aenter__", _wrap_aenter),
-            (Pregel, "stream", _wrap_stream),
-            (Pregel, "astream", _wrap_astream),
-            (Pregel, "astream_events", _wrap_lazy_events),
-            (Pregel, "astream_log", _wrap_lazy_events),
-            (_runner, "run_with_retry", _wrap_run_with_retry),
-            (_runner, "arun_with_retry", _wrap_arun_with_retry),
-            (BaseTool, "run", _wrap_tool_run),
-            (BaseTool, "arun", _wrap_tool_arun),
-        ]
-
-    def setup(self) -> None:
-        global _active, _graph_interrupt, _parent_command, _command_type
-        try:
-            from importlib.metadata import version
-
-            import langchain_core  # noqa: F401
-            import langgraph  # noqa: F401
-
-            installed = version("langgraph")
-        except ImportError as exc:
-            raise self.missing("langgraph") from exc
-        if _version(installed) < MIN_VERSION:
-            raise self.missing("langgraph", f" in a supported version (found {installed}, need >= 1.0)")
-        from langgraph.errors import GraphInterrupt, ParentCommand
-        from langgraph.types import Command
-
-        targets = self._targets()
-        _graph_interrupt, _parent_command, _command_type = (GraphInterrupt,), (ParentCommand,), Command
-        # For every recorded call they pass through, @openprogram.tool functions included:
-        register_control_flow(GraphInterrupt, "interrupted")  # a human-in-the-loop pause
-        register_control_flow(ParentCommand, "ok")  # a hand-off to the parent graph
-        for owner, attribute, wrap in targets:
-            own = owner.__dict__.get(attribute) if isinstance(owner, type) else getattr(owner, attribute)
-            current = own if own is not None else getattr(owner, attribute)  # inherited (astream_log)
-            if hasattr(current, _MARK):
-                continue  # already ours (instrument() twice wraps once)
-            setattr(owner, attribute, wrap(current))
-            self._patched.append((owner, attribute, own))
-        _active = True
-
-    def teardown(self) -> None:
-        global _active
-        _active = False
-        while self._patched:
-            owner, attribute, original = self._patched.pop()
-            if original is None:
-                delattr(owner, attribute)  # inherited again
-            else:
-                setattr(owner, attribute, original)
+    return wraps_like(original)(arun)

@@ -1,28 +1,18 @@
-"""Small helpers for the CrewAI adapter tests."""
+"""Small helpers for the CrewAI adapter tests (the shared ones are in ``tests.support``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import openprogram
-from openprogram.stores import CallRecord, Store
 
 
-def calls(store: Store, session_id: str) -> list[CallRecord]:
-    openprogram.flush()
-    return store.list_calls(session_id)
-
-
-def by_kind(records: list[CallRecord], kind: str) -> list[CallRecord]:
-    return [r for r in records if r.kind == kind]
-
-
-def parent_of(records: list[CallRecord], rec: CallRecord) -> CallRecord | None:
+def parent_of(records: list[openprogram.CallRecord], rec: openprogram.CallRecord) -> openprogram.CallRecord | None:
     index = {r.call_id: r for r in records}
     return index.get(rec.parent_id) if rec.parent_id else None
 
 
-def chain(records: list[CallRecord], rec: CallRecord) -> list[str]:
+def chain(records: list[openprogram.CallRecord], rec: openprogram.CallRecord) -> list[str]:
     """Kinds from the record up to the root, e.g. ['tool', 'agent', 'task', 'crew', 'turn']."""
     out: list[str] = []
     current: Any = rec

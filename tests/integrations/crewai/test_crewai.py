@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
@@ -12,10 +13,13 @@ from crewai import Agent, Crew, Flow, Process, Task
 from crewai.flow.flow import listen, start
 from crewai.tools import BaseTool, tool
 from crewai.tools.structured_tool import CrewStructuredTool
-from helpers import by_kind, calls, chain
+from helpers import chain
+from openprogram._kit import ORIGINAL
 from openprogram.integrations import crewai as adapter
 from openprogram.integrations.crewai_fakes import scripted_llm
 from openprogram.stores import Store
+
+from tests.support import by_kind, calls
 
 SEEN: list[Any] = []
 
@@ -441,15 +445,19 @@ def test_openprogram_tool_schema_is_clean_and_model_session_is_overwritten(store
 def test_uninstrument_restores_and_instrument_twice_wraps_once(store: Store) -> None:
     from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks
     from crewai.tools.base_tool import Tool
+    from crewai.utilities import tool_utils
 
     wrapped = {name: Crew.__dict__[name] for name in ("kickoff", "akickoff")}
+    assert all(hasattr(fn, ORIGINAL) for fn in wrapped.values())
+    assert hasattr(tool_utils.execute_tool_and_check_finality, ORIGINAL)
     openprogram.instrument("crewai")  # again: no second wrapping
     assert Crew.__dict__["kickoff"] is wrapped["kickoff"]
     assert get_before_tool_call_hooks().count(adapter._before_tool) == 1
     openprogram.uninstrument()
-    assert not getattr(Crew.__dict__["kickoff"], "__openprogram_crewai__", False)
-    assert not getattr(Task.__dict__["_execute_core"], "__openprogram_crewai__", False)
-    assert not getattr(Tool.__dict__["run"], "__openprogram_crewai__", False)
+    assert not hasattr(Crew.__dict__["kickoff"], ORIGINAL)
+    assert not hasattr(Task.__dict__["_execute_core"], ORIGINAL)
+    assert not hasattr(Tool.__dict__["run"], ORIGINAL)
+    assert not hasattr(tool_utils.execute_tool_and_check_finality, ORIGINAL)
     assert adapter._before_tool not in get_before_tool_call_hooks()
     assert adapter._after_tool not in get_after_tool_call_hooks()
     with openprogram.session_context(store=store) as h:
@@ -480,14 +488,17 @@ def test_user_exception_propagates_unchanged(store: Store) -> None:
 def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
     def broken(*args: Any, **kwargs: Any) -> Any:
-        raise TypeError("recorder bug")
+        raise TypeError("adapter bug")
 
-    with openprogram.session_context(store=store):
-        monkeypatch.setattr("openprogram._scopes.begin_call", broken)
-        out = _crew(True).kickoff()
-        monkeypatch.undo()
+    caplog.set_level(logging.DEBUG, logger="openprogram")  # an error logged once already is logged at debug level
+    crew = _crew(True)
+    with openprogram.session_context(store=store) as h, monkeypatch.context() as patch:
+        patch.setattr(adapter, "_short", broken)  # every name the adapter gives a call
+        out = crew.kickoff()
     assert out.raw == "all done" and len(SEEN) == 2
-    assert "could not begin recording" in caplog.text
+    assert {s.session_id for s in SEEN} == {h.session_id}
+    assert [r.kind for r in calls(store, h.session_id)] == ["turn"]  # ran unrecorded
+    assert "instrumentation failed" in caplog.text and "adapter bug" in caplog.text
 
 
 def test_flow_streaming_consumed_outside_the_session(store: Store) -> None:

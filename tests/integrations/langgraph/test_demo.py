@@ -6,9 +6,10 @@ import io
 from typing import Any
 
 import openprogram
-from conftest import by_kind, calls
 from openprogram._cli import main
 from openprogram.integrations.langgraph_demo import run_demo
+
+from tests.support import by_kind, calls
 
 
 def test_demo_agent_records_tools_loop_and_interrupt(store: Any) -> None:

@@ -10,13 +10,15 @@ from typing import Any
 
 import langgraph.errors
 import openprogram
+import openprogram._guard
 import pytest
-from conftest import attributes, by_kind, calls, one
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, RetryPolicy, interrupt
 from lg_fakes import Log, add, chain_graph
 from openprogram.integrations import langgraph as adapter
+
+from tests.support import attributes, by_kind, calls, one
 
 #: Retries at once: no backoff, no jitter (tests never sleep).
 POLICY = RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False)
@@ -53,7 +55,7 @@ def _attempts(records: list[Any], name: str = "flaky") -> list[Any]:
 
 
 def _check_retried_then_ok(records: list[Any]) -> None:
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     nodes = _attempts(records)
     assert [attributes(n).get("attempt") for n in nodes] == [1, 2, 3]
     assert [n.status for n in nodes] == ["error", "error", "ok"]
@@ -84,7 +86,7 @@ def test_exhausted_attempts_are_all_errors_and_the_exception_propagates_unchange
     assert [(attributes(n)["attempt"], n.status, n.error) for n in nodes] == [
         (i, "error", f"Flaky: boom {i}") for i in (1, 2, 3)
     ]
-    assert one(records, "graph", "LangGraph").status == "error"
+    assert one(records, "LangGraph", "graph").status == "error"
 
 
 def test_an_exception_the_policy_does_not_retry_is_one_failed_attempt(store: Any) -> None:
@@ -224,7 +226,7 @@ def test_a_functional_task_with_a_policy_records_its_attempts(store: Any) -> Non
     with openprogram.session_context(store=store) as h:
         assert workflow.invoke(21) == 42
     records = calls(store, h.session_id)
-    entry = one(records, "node", "workflow")
+    entry = one(records, "workflow", "node")
     assert "attempt" not in attributes(entry)
     attempts = _attempts(records, "fetch")
     assert [(attributes(a)["attempt"], a.status, a.parent_id) for a in attempts] == [
@@ -274,13 +276,13 @@ def test_a_parent_command_from_a_retried_subgraph_node_keeps_its_output(store: A
     with openprogram.session_context(store=store) as h:
         assert outer.compile().invoke({"log": []})["log"] == ["handoff", "after"]
     records = calls(store, h.session_id)
-    handoff_call, sub = one(records, "node", "handoff"), one(records, "node", "sub")
+    handoff_call, sub = one(records, "handoff", "node"), one(records, "sub", "node")
     # Passed on to the parent graph: registered control flow, not an error (as without a policy).
     assert (attributes(handoff_call)["attempt"], handoff_call.status) == (1, "ok")
     assert attributes(handoff_call)["command"] == "parent"
     # Handled by the parent graph after the attempt: the node's output is the command's update.
     assert (attributes(sub)["attempt"], sub.status, sub.output["log"]) == (1, "ok", ["handoff"])
-    assert one(records, "graph", "inner").status == "ok"
+    assert one(records, "inner", "graph").status == "ok"
 
 
 def test_a_node_without_a_policy_is_one_call_without_an_attempt(store: Any) -> None:
@@ -293,7 +295,7 @@ def test_a_node_without_a_policy_is_one_call_without_an_attempt(store: Any) -> N
     with openprogram.session_context(store=store) as h:
         assert g.compile().invoke({"log": []}) == {"log": ["plain", "flaky"]}
     records = calls(store, h.session_id)
-    plain = one(records, "node", "plain")
+    plain = one(records, "plain", "node")
     assert plain.status == "ok" and "attempt" not in attributes(plain)
     assert [attributes(n)["attempt"] for n in _attempts(records)] == [1, 2]  # its neighbour's policy is its own
     # A failing node without a policy: one call, the exception propagates unchanged.
@@ -312,7 +314,7 @@ def test_per_attempt_instrumentation_errors_are_logged_once_never_raised(
         raise RuntimeError("bug in the adapter")
 
     monkeypatch.setattr(adapter, "_node_output", failing)
-    monkeypatch.setattr(adapter, "_logged", set())
+    monkeypatch.setattr(openprogram._guard, "_logged", set())  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     raised: list[Flaky] = []
     with openprogram.session_context(store=store) as h:
@@ -326,13 +328,13 @@ def test_per_attempt_instrumentation_errors_are_logged_once_never_raised(
         assert _graph(_flaky(2, raised)).invoke({"log": []}) == {"log": ["flaky"]}
     assert len(raised) == 2
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [
-        "openprogram: langgraph adapter failed in run_with_retry (ending the node call); "
-        "the graph keeps running unrecorded",
-        "openprogram: langgraph adapter failed in run_with_retry (starting the node call); "
-        "the graph keeps running unrecorded",
+        "openprogram: langgraph instrumentation failed in run_with_retry (ending the node call); "
+        "the program is unaffected",
+        "openprogram: langgraph instrumentation failed in run_with_retry (starting the node call); "
+        "the program is unaffected",
     ]
     records = calls(store, h.session_id)
-    assert _attempts(records) == [] and one(records, "graph", "LangGraph").status == "ok"
+    assert _attempts(records) == [] and one(records, "LangGraph", "graph").status == "ok"
 
 
 def test_uninstrument_stops_recording_attempts(store: Any) -> None:
@@ -430,7 +432,7 @@ async def test_exhausted_timeouts_end_the_last_attempt_with_langgraphs_error(sto
     first, second = _attempts(records, "slow")
     assert (first.status, second.status) == ("error", "error")
     assert second.error.startswith("NodeTimeoutError") and "timed out" in first.error
-    assert one(records, "graph", "LangGraph").error.startswith("NodeTimeoutError")
+    assert one(records, "LangGraph", "graph").error.startswith("NodeTimeoutError")
 
 
 @pytest.mark.skipif(not hasattr(langgraph.errors, "NodeCancelledError"),

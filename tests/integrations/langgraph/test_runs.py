@@ -10,13 +10,14 @@ from typing import Annotated, Any, TypedDict
 
 import openprogram
 import pytest
-from conftest import attributes, by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Send
 from lg_fakes import Log, add, agent_graph, chain_graph, multiply, negate, scripted_model, seen, subtract, tool_calls
+
+from tests.support import attributes, by_kind, calls, one
 
 TOOLS = [add, multiply, subtract]
 STREAM_MODES = ["values", "updates", "debug", "tasks", "checkpoints", "custom", "messages", ["values", "updates"]]
@@ -35,7 +36,7 @@ def _agent_run_model() -> Any:
 
 
 def _check_agent_tree(records: list[Any]) -> None:
-    graph = one(records, "graph", "LangGraph")
+    graph = one(records, "LangGraph", "graph")
     assert graph.framework == "langgraph" and graph.status == "ok"
     agents = [c for c in by_kind(records, "node") if c.name == "agent"]
     tools_nodes = [c for c in by_kind(records, "node") if c.name == "tools"]
@@ -74,7 +75,7 @@ async def test_sync_nodes_under_ainvoke_attribute_to_the_graph(store: Any) -> No
     async with openprogram.session_context(store=store) as h:
         assert (await graph.ainvoke({"log": []}))["log"] == ["a", "b", "c"]
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     assert [c.name for c in by_kind(records, "node")] == ["a", "b", "c"]
     assert all(c.parent_id == graph_call.call_id for c in by_kind(records, "node"))
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id), ("node:c", h.session_id)]
@@ -160,7 +161,7 @@ def test_sync_stream_events_v3(store: Any) -> None:
         events = list(graph.stream_events({"log": []}, version="v3"))
     assert events
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     assert [(n.name, n.parent_id) for n in by_kind(records, "node")] == [("a", graph_call.call_id),
                                                                          ("b", graph_call.call_id)]  # fmt: skip
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
@@ -179,8 +180,8 @@ def test_functional_api_entrypoint_and_tasks(store: Any) -> None:
     with openprogram.session_context(store=store) as h:
         assert workflow.invoke([1, 2, 3]) == 12
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")  # LangGraph names entrypoint graphs so
-    entry = one(records, "node", "workflow")
+    graph_call = one(records, "LangGraph", "graph")  # LangGraph names entrypoint graphs so
+    entry = one(records, "workflow", "node")
     assert entry.parent_id == graph_call.call_id
     tasks = [c for c in by_kind(records, "node") if c.name == "double"]
     assert len(tasks) == 3 and all(t.parent_id == entry.call_id for t in tasks)
@@ -204,7 +205,7 @@ async def test_functional_api_async(store: Any) -> None:
     async with openprogram.session_context(store=store) as h:
         assert await workflow.ainvoke([1, 2]) == 6
     records = calls(store, h.session_id)
-    entry = one(records, "node", "workflow")
+    entry = one(records, "workflow", "node")
     assert [t.parent_id for t in by_kind(records, "node") if t.name == "double"] == [entry.call_id] * 2
 
 
@@ -223,12 +224,12 @@ def test_subgraph_nests_under_the_node_that_ran_it(store: Any) -> None:
     graphs = by_kind(records, "graph")
     assert len(graphs) == 2
     top = next(c for c in graphs if c.parent_id == records[0].call_id)
-    sub_node = one(records, "node", "sub")
+    sub_node = one(records, "sub", "node")
     assert sub_node.parent_id == top.call_id
     sub_graph = next(c for c in graphs if c is not top)
     assert sub_graph.parent_id == sub_node.call_id
-    assert one(records, "node", "inner_a").parent_id == sub_graph.call_id
-    assert attributes(one(records, "node", "inner_a"))["checkpoint_ns"].startswith("sub:")
+    assert one(records, "inner_a", "node").parent_id == sub_graph.call_id
+    assert attributes(one(records, "inner_a", "node"))["checkpoint_ns"].startswith("sub:")
 
 
 def test_subgraph_called_inside_a_node_function(store: Any) -> None:
@@ -244,9 +245,9 @@ def test_subgraph_called_inside_a_node_function(store: Any) -> None:
     with openprogram.session_context(store=store) as h:
         graph.invoke({"log": []})
     records = calls(store, h.session_id)
-    outer_node = one(records, "node", "outer")
+    outer_node = one(records, "outer", "node")
     inner_graph = next(c for c in by_kind(records, "graph") if c.parent_id == outer_node.call_id)
-    assert one(records, "node", "x").parent_id == inner_graph.call_id
+    assert one(records, "x", "node").parent_id == inner_graph.call_id
 
 
 def test_send_fan_out_and_parallel_branches_each_get_a_node_call(store: Any) -> None:
@@ -277,13 +278,13 @@ def test_send_fan_out_and_parallel_branches_each_get_a_node_call(store: Any) -> 
         out = graph.invoke({"items": [1, 2, 3], "out": []})["out"]
     assert sorted(out) == [1, 2, 10, 20, 30]
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     works = [c for c in by_kind(records, "node") if c.name == "work"]
     assert len(works) == 3
     assert len({attributes(c)["task_id"] for c in works}) == 3
     assert sorted(c.inputs["input"]["n"] for c in works) == [1, 2, 3]
     for name in ("start", "left", "right"):
-        assert one(records, "node", name).parent_id == graph_call.call_id
+        assert one(records, name, "node").parent_id == graph_call.call_id
     assert all(c.parent_id == graph_call.call_id for c in works)
     assert seen == [("work", h.session_id)] * 3
 
@@ -294,7 +295,7 @@ def test_graph_compiled_before_instrument_is_covered(store: Any) -> None:
     openprogram.instrument("langgraph")
     with openprogram.session_context(store=store) as h:
         graph.invoke({"log": []})
-    assert one(calls(store, h.session_id), "node", "early").status == "ok"
+    assert one(calls(store, h.session_id), "early", "node").status == "ok"
 
 
 def test_tool_called_directly_inside_a_node_is_a_child_of_that_node(store: Any) -> None:
@@ -308,8 +309,8 @@ def test_tool_called_directly_inside_a_node_is_a_child_of_that_node(store: Any) 
     with openprogram.session_context(store=store) as h:
         assert graph.invoke({"log": []})["log"] == ["5"]
     records = calls(store, h.session_id)
-    tool_call = one(records, "tool", "add")
-    assert tool_call.parent_id == one(records, "node", "calc").call_id
+    tool_call = one(records, "add", "tool")
+    assert tool_call.parent_id == one(records, "calc", "node").call_id
     assert tool_call.output == 5
 
 

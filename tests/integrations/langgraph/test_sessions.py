@@ -14,11 +14,12 @@ from typing import Any
 
 import openprogram
 import pytest
-from conftest import by_kind, calls, one
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from lg_fakes import Log, chain_graph, one_tool_call_graph, seen
+
+from tests.support import by_kind, calls, one
 
 
 def setup_function() -> None:
@@ -36,7 +37,7 @@ def test_stream_created_in_a_session_and_iterated_in_another_thread(store: Any) 
     assert len(out) == 2
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     assert graph_call.parent_id == records[0].call_id
     assert [n.parent_id for n in by_kind(records, "node")] == [graph_call.call_id] * 2
 
@@ -84,7 +85,7 @@ async def test_lazy_event_streams_keep_their_creators_session(store: Any, entry:
     assert await empty.run(asyncio.get_running_loop().create_task, consume()) > 0
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
     records = calls(store, h.session_id)
-    graph_call = one(records, "graph", "LangGraph")
+    graph_call = one(records, "LangGraph", "graph")
     assert graph_call.status == "ok" and graph_call.parent_id == records[0].call_id
     assert [n.parent_id for n in by_kind(records, "node")] == [graph_call.call_id] * 2
 
@@ -96,7 +97,7 @@ async def test_astream_closed_early_ends_the_graph_call(store: Any) -> None:
         async for _ in stream:
             break
         await stream.aclose()  # type: ignore[attr-defined]
-    graph_call = one(calls(store, h.session_id), "graph", "LangGraph")
+    graph_call = one(calls(store, h.session_id), "LangGraph", "graph")
     assert graph_call.status == "interrupted" and graph_call.ended_at is not None
 
 
@@ -188,7 +189,7 @@ _PROCESS = textwrap.dedent(
     import openprogram
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.types import Command
-    sys.path.insert(0, {here!r})
+    sys.path[:0] = [{here!r}, {root!r}]  # this test module, and the repository for tests.support
     from test_sessions import _review_graph
     openprogram.instrument("langgraph")
     with SqliteSaver.from_conn_string({checkpoints!r}) as saver:
@@ -206,7 +207,8 @@ _PROCESS = textwrap.dedent(
 
 def test_resume_from_a_fresh_process_continues_the_same_session(tmp_path: Path) -> None:
     script = tmp_path / "run.py"
-    script.write_text(_PROCESS.format(here=str(Path(__file__).parent), checkpoints=str(tmp_path / "cp.db")))
+    here = Path(__file__).parent
+    script.write_text(_PROCESS.format(here=str(here), root=str(here.parents[2]), checkpoints=str(tmp_path / "cp.db")))
     outputs = []
     for step in ("ask", "answer"):
         done = subprocess.run([sys.executable, str(script), step], capture_output=True, text=True, timeout=120,
@@ -324,7 +326,7 @@ def test_interrupt_inside_a_tool_pauses_the_tool_call_and_a_parent_command_is_no
     paused, resumed = [c for c in records if c.kind == "tool" and c.name == "ask_human"]
     assert (paused.status, paused.error) == ("interrupted", None)  # was "error": GraphInterrupt
     assert resumed.status == "ok" and resumed.output == "yes"
-    assert one(records, "graph", "inner").status == "ok"  # was "error": ParentCommand
+    assert one(records, "inner", "graph").status == "ok"  # was "error": ParentCommand
     assert {c.status for c in records if c.kind != "tool"} <= {"ok", "interrupted"}
 
 
@@ -379,7 +381,7 @@ def test_a_static_breakpoint_records_an_interrupt_and_the_run_continues(store: A
     records = calls(store, h.session_id)
     paused, continued = by_kind(records, "graph")
     assert (paused.status, continued.status) == ("interrupted", "ok")
-    stop = one(records, "interrupt", "b")
+    stop = one(records, "b", "interrupt")
     assert (stop.parent_id, stop.status, stop.inputs) == (paused.call_id, "interrupted", {"breakpoint": when})
     ran = [(n.name, n.parent_id) for n in by_kind(records, "node")]
     assert ran == [("a", paused.call_id), ("b", paused.call_id if when == "after" else continued.call_id)]
@@ -398,5 +400,5 @@ async def test_a_breakpoint_among_parallel_nodes_is_named_after_its_own_nodes(st
     async with openprogram.session_context(store=store) as h:
         await graph.ainvoke({"log": []}, cfg)
         assert sorted((await graph.ainvoke(None, cfg))["log"]) == ["a", "b", "c"]
-    stop = one(calls(store, h.session_id), "interrupt", "a")  # not "a,b"
+    stop = one(calls(store, h.session_id), "a", "interrupt")  # not "a,b"
     assert stop.inputs == {"breakpoint": when}

@@ -6,8 +6,9 @@ import logging
 from typing import Annotated, Any
 
 import openprogram
+import openprogram._guard
+import openprogram._integration
 import pytest
-from conftest import by_kind, calls, one
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
@@ -15,6 +16,8 @@ from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _loop, _runner
 from lg_fakes import Log, agent_graph, chain_graph, one_tool_call_graph, scripted_model, tool_calls
 from openprogram.integrations import langgraph as adapter
+
+from tests.support import by_kind, calls, one
 
 
 @openprogram.tool
@@ -79,8 +82,8 @@ def test_openprogram_tool_in_a_tool_node_gets_the_session_and_is_recorded_once(s
     contents = [m.content for m in result["messages"] if isinstance(m, ToolMessage)]
     assert contents == [f"x@{h.session_id}"]
     records = calls(store, h.session_id)
-    tool_call = one(records, "tool", "lookup")
-    assert tool_call.parent_id == one(records, "node", "tools").call_id
+    tool_call = one(records, "lookup", "tool")
+    assert tool_call.parent_id == one(records, "tools", "node").call_id
 
 
 def test_injection_still_works_through_tool_node(store: Any) -> None:
@@ -132,7 +135,7 @@ def _current() -> list[Any]:
 
 def test_uninstrument_restores_every_attribute_exactly() -> None:
     wrapped = _current()
-    lazy = {name: vars(Pregel)[name].__openprogram_wrapped__ for name in LAZY}
+    lazy = {name: vars(Pregel)[name].__openprogram_original__ for name in LAZY}
     openprogram.uninstrument()
     for name, original in lazy.items():
         if original is getattr(Runnable, name):  # inherited: the wrapper is removed, not replaced
@@ -140,15 +143,15 @@ def test_uninstrument_restores_every_attribute_exactly() -> None:
         else:
             assert vars(Pregel)[name] is original
     originals = _current()
-    assert all(getattr(o, "__openprogram_wrapped__", None) is None for o in originals)
-    assert all(getattr(w, "__openprogram_wrapped__", None) is o for w, o in zip(wrapped, originals, strict=True))
+    assert all(getattr(o, "__openprogram_original__", None) is None for o in originals)
+    assert all(getattr(w, "__openprogram_original__", None) is o for w, o in zip(wrapped, originals, strict=True))
     assert _runner.run_with_retry is vars(__import__("langgraph.pregel._retry", fromlist=["x"]))["run_with_retry"]
     openprogram.uninstrument()  # idempotent
     assert _current() == originals
 
 
 def test_instrument_twice_wraps_once(store: Any) -> None:
-    assert vars(Pregel)["astream_log"].__openprogram_wrapped__ is Runnable.astream_log
+    assert vars(Pregel)["astream_log"].__openprogram_original__ is Runnable.astream_log
     before = _current()
     assert openprogram.instrument("langgraph") == {"langgraph"}
     assert openprogram.instrument() >= {"langgraph"}
@@ -186,9 +189,9 @@ def test_a_nodes_exception_propagates_unchanged_and_its_call_is_error(store: Any
         graph.invoke({"log": []})
     assert info.value is raised
     records = calls(store, h.session_id)
-    node = one(records, "node", "bad")
+    node = one(records, "bad", "node")
     assert node.status == "error" and "node failed" in (node.error or "")
-    assert one(records, "graph", "LangGraph").status == "error"
+    assert one(records, "LangGraph", "graph").status == "error"
 
 
 async def test_an_async_nodes_exception_propagates_unchanged(store: Any) -> None:
@@ -218,7 +221,7 @@ def test_a_tools_exception_is_recorded_and_tool_node_handles_it(store: Any) -> N
     graph = agent_graph(model, [broken], handle_tool_errors=True)
     with openprogram.session_context(store=store) as h:
         graph.invoke({"messages": [HumanMessage("go")]})
-    tool_call = one(calls(store, h.session_id), "tool", "broken")
+    tool_call = one(calls(store, h.session_id), "broken", "tool")
     assert tool_call.status == "error" and "broken tool" in (tool_call.error or "")
 
 
@@ -231,7 +234,7 @@ def test_instrumentation_errors_are_logged_never_raised(
     monkeypatch.setattr(adapter, "_node_output", failing)
     monkeypatch.setattr(adapter, "_GraphStart", failing)
     monkeypatch.setattr(adapter, "_tool_inputs", failing)
-    monkeypatch.setattr(adapter, "_logged", set())
+    monkeypatch.setattr(openprogram._guard, "_logged", set())  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     model = scripted_model(tool_calls(("add", {"a": 1, "b": 2})), AIMessage("done"))
     from lg_fakes import add
@@ -246,9 +249,18 @@ def test_instrumentation_errors_are_logged_never_raised(
 
 
 def test_missing_or_old_langgraph_is_reported_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(adapter, "MIN_VERSION", (99, 0, 0))
-    with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[langgraph\]"):
-        adapter.LangGraphIntegration().setup()
+    hint = r"; pip install 'openprogram\[langgraph\]'"
+    with monkeypatch.context() as patched:
+        # The floor is read from openprogram's extras metadata: raise it past the installed langgraph.
+        patched.setattr(openprogram._integration, "lowest_supported", lambda distribution, extra: "99.0")
+        with pytest.raises(openprogram.DidNotEnable, match=r"older than the lowest supported, 99\.0" + hint):
+            adapter.LangGraphIntegration().arm()
+        openprogram.uninstrument()
+        with pytest.raises(openprogram.DidNotEnable, match=hint):
+            openprogram.instrument("langgraph")
+    monkeypatch.setattr(adapter.LangGraphIntegration, "distribution", "langgraph-not-installed")
+    with pytest.raises(openprogram.DidNotEnable, match=r"langgraph-not-installed is not installed" + hint):
+        adapter.LangGraphIntegration().arm()
 
 
 @openprogram.tool
@@ -274,4 +286,4 @@ def test_a_tool_called_inside_an_injected_tool_keeps_its_own_arguments(store: An
         graph.invoke({"messages": [HumanMessage("hi")], "user_id": "u-42"})
     # The injected user_id is a scalar: the compiled path records it. The tool called inside
     # has a user_id of its own, which it keeps (the hint for answer_for does not reach it).
-    assert one(calls(store, h.session_id), "tool", "profile").inputs == {"user_id": "u-42", "fields": ["name"]}
+    assert one(calls(store, h.session_id), "profile", "tool").inputs == {"user_id": "u-42", "fields": ["name"]}

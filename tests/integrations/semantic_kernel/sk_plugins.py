@@ -8,8 +8,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram import get_current_session
-from openprogram._context import current_call_id
+from openprogram import current_call_id, get_current_session
 from openprogram.stores import CallRecord, Store
 from semantic_kernel.functions import kernel_function
 
@@ -77,19 +76,9 @@ async def with_kernel(topic: str, kernel: Any, arguments: Any, _session: Any = N
     return f"{topic}:{type(kernel).__name__}:{sorted(arguments)}"
 
 
-def calls(store: Store, session_id: str) -> list[CallRecord]:
-    openprogram.flush()
-    return store.list_calls(session_id)
-
-
 def named(records: list[CallRecord], name: str) -> list[CallRecord]:
+    """Every record named ``name`` (several calls of one function)."""
     return [r for r in records if r.name == name]
-
-
-def only(records: list[CallRecord], name: str) -> CallRecord:
-    found = named(records, name)
-    assert len(found) == 1, [(r.kind, r.name) for r in records]
-    return found[0]
 
 
 async def otel_errors(caplog: pytest.LogCaptureFixture, run: Callable[[], Awaitable[None]]) -> list[str]:

@@ -12,7 +12,9 @@ from semantic_kernel import Kernel
 from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent
 from semantic_kernel.agents.strategies import TerminationStrategy
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
-from sk_plugins import Weather, calls, named, only, otel_errors_alone_and_instrumented
+from sk_plugins import Weather, named, otel_errors_alone_and_instrumented
+
+from tests.support import calls, one
 
 pytest.importorskip("google.protobuf", reason="SK orchestrations need protobuf")
 from semantic_kernel.agents.orchestration.concurrent import ConcurrentOrchestration
@@ -34,7 +36,7 @@ def agent(name: str, city: str, answer: str | None = None, plugin: Weather | Non
 
 def check_agent_tree(records: list[Any], agent_name: str, city: str) -> Any:
     """agent -> chat -> both functions of one model turn; returns the agent call."""
-    agent_call = only(records, agent_name)
+    agent_call = one(records, agent_name)
     assert agent_call.kind == "agent" and agent_call.status == "ok"
     chats = [r for r in records if r.kind == "call" and r.parent_id == agent_call.call_id]
     assert len(chats) == 1
@@ -55,8 +57,8 @@ async def test_chat_completion_agent_get_response_invoke_and_stream(store: Any, 
     for name, city in (("Forecaster", "Oslo"), ("Invoker", "Rome"), ("Streamer", "Lima")):
         call = check_agent_tree(records, name, city)
         assert call.parent_id == records[0].call_id  # the turn
-    assert only(records, "Forecaster").inputs == {"messages": "weather?"}
-    assert "Oslo is fine" in only(records, "Forecaster").output[0]
+    assert one(records, "Forecaster").inputs == {"messages": "weather?"}
+    assert "Oslo is fine" in one(records, "Forecaster").output[0]
 
 
 async def test_agent_built_before_instrument(store: Any) -> None:
@@ -84,7 +86,7 @@ async def test_agent_group_chat(store: Any, instrumented: None, streaming: bool)
         messages = [m async for m in (chat.invoke_stream() if streaming else chat.invoke())]
     assert messages
     records = calls(store, h.session_id)
-    group = only(records, "AgentGroupChat")
+    group = one(records, "AgentGroupChat")
     assert group.kind == "call" and group.status == "ok"
     functions = [r for r in records if r.kind == "function"]
     assert {f.inputs["city"] for f in functions} == {"Oslo", "Rome"}
@@ -147,7 +149,7 @@ async def test_orchestration_functions_belong_to_the_session(store: Any, instrum
     if kind == "handoff":
         assert named(records, "Handoff.transfer_to_s_B")
     await asyncio.sleep(0)
-    assert only(calls(store, h.session_id), orch.name).status == "ok"
+    assert one(calls(store, h.session_id), orch.name).status == "ok"
 
 
 @pytest.mark.parametrize("kind", ORCHESTRATIONS)
@@ -185,7 +187,7 @@ async def test_agent_stream_closed_early_is_interrupted(store: Any, instrumented
             break
         await stream.aclose()
         assert openprogram.current_call_id() == h.root_call_id  # the consumer's context is restored
-    call = only(calls(store, h.session_id), "Quitter")
+    call = one(calls(store, h.session_id), "Quitter")
     assert call.status == "interrupted"
 
 
@@ -211,4 +213,4 @@ async def test_agent_stream_closed_early_adds_no_otel_errors_to_sks_own(
 
     sk_alone, with_openprogram, session_id = await otel_errors_alone_and_instrumented(caplog, store, run)
     assert len(with_openprogram) <= len(sk_alone), (with_openprogram, sk_alone)  # fewer would be fine
-    assert only(calls(store, session_id), "Quitter").status == "interrupted"
+    assert one(calls(store, session_id), "Quitter").status == "interrupted"

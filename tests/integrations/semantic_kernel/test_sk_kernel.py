@@ -22,16 +22,9 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import (
-    Weather,
-    calls,
-    lookup_inner,
-    lookup_outer,
-    named,
-    only,
-    otel_errors_alone_and_instrumented,
-    with_kernel,
-)
+from sk_plugins import Weather, lookup_inner, lookup_outer, named, otel_errors_alone_and_instrumented, with_kernel
+
+from tests.support import calls, one
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
                ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
@@ -57,7 +50,7 @@ async def test_invoke_records_function_with_arguments_and_result(store: Any, ins
         result = await kernel.invoke(plugin_name="weather", function_name="forecast", city="Oslo")
     assert str(result) == "sunny in Oslo"
     records = calls(store, h.session_id)
-    fn = only(records, "weather.forecast")
+    fn = one(records, "weather.forecast")
     assert (fn.kind, fn.framework, fn.status) == ("function", "semantic_kernel", "ok")
     assert fn.inputs == {"city": "Oslo"} and fn.output == "sunny in Oslo"
     assert fn.parent_id == h.turn_id or fn.parent_id == records[0].call_id
@@ -132,10 +125,10 @@ async def test_functions_run_concurrently_and_keep_their_own_call(store: Any, in
     async with openprogram.session_context(store=store) as h:
         await asyncio.wait_for(kernel.invoke_prompt("go", arguments=auto_arguments()), 10)
     records = calls(store, h.session_id)
-    first = only(records, "slow.first")
+    first = one(records, "slow.first")
     assert order[-1] == f"first {first.call_id}"
     prompt = next(r for r in records if r.kind == "function" and not r.name.startswith("slow."))
-    assert first.parent_id == only(records, "slow.second").parent_id == prompt.call_id
+    assert first.parent_id == one(records, "slow.second").parent_id == prompt.call_id
 
 
 async def test_chat_service_called_directly_is_the_parent(store: Any, instrumented: None) -> None:
@@ -147,7 +140,7 @@ async def test_chat_service_called_directly_is_the_parent(store: Any, instrument
     async with openprogram.session_context(store=store) as h:
         await service.get_chat_message_content(history, settings, kernel=kernel)
     records = calls(store, h.session_id)
-    chat = only(records, "chat:scripted-model")
+    chat = one(records, "chat:scripted-model")
     assert chat.parent_id == h.turn_id or chat.parent_id == records[0].call_id
     assert {r.parent_id for r in records if r.kind == "function"} == {chat.call_id}
 
@@ -158,7 +151,7 @@ async def test_invoke_function_call_directly(store: Any, instrumented: None) -> 
     call = calls_message(("weather", "forecast", {"city": "Paris"})).items[0]
     async with openprogram.session_context(store=store) as h:
         await kernel.invoke_function_call(call, history)  # type: ignore[arg-type]
-    fn = only(calls(store, h.session_id), "weather.forecast")
+    fn = one(calls(store, h.session_id), "weather.forecast")
     assert fn.output == "sunny in Paris" and fn.attributes and fn.attributes["auto_invoked"]
     if "function_call_content" in AutoFunctionInvocationContext.model_fields:  # newer SK only
         assert fn.attributes["tool_call_id"] == call.id  # type: ignore[union-attr]
@@ -173,7 +166,7 @@ async def test_streaming_native_function_sees_the_session_in_every_step(store: A
             got.append(chunk)
             assert openprogram.current_call_id() == outer  # the consumer's context between steps
     assert [str(c) for c in got] == ["w0", "w1", "w2"]
-    fn = only(calls(store, h.session_id), "weather.words")
+    fn = one(calls(store, h.session_id), "weather.words")
     assert fn.status == "ok" and fn.output == {"yielded": ["w0", "w1", "w2"], "count": 3}
     assert weather.seen == [(f"words {i}", h.session_id, fn.call_id) for i in range(3)]
 
@@ -283,7 +276,7 @@ async def test_a_kernel_stream_runs_in_the_consumers_context(store: Any, instrum
     async with openprogram.session_context(store=store) as h:
         with openprogram.call_scope("call", "consume") as consume:
             assert [str(c) async for c in stream] == ["w0", "w1"]
-    fn = only(calls(store, h.session_id), "weather.words")
+    fn = one(calls(store, h.session_id), "weather.words")
     assert fn.parent_id == consume.call_id and fn.status == "ok"
     assert {s[1] for s in weather.seen} == {h.session_id}
 
@@ -328,7 +321,7 @@ async def test_prompt_template_calling_native_function(store: Any, instrumented:
     async with openprogram.session_context(store=store) as h:
         await kernel.invoke_prompt("Forecast: {{weather.forecast city='Lima'}}")
     records = calls(store, h.session_id)
-    fn = only(records, "weather.forecast")
+    fn = one(records, "weather.forecast")
     prompt = next(r for r in records if r.call_id == fn.parent_id)
     assert prompt.kind == "function" and fn.inputs == {"city": "Lima"}
     assert service.requests  # the rendered prompt reached the model
@@ -352,7 +345,7 @@ async def test_function_exception_reaches_sk_unchanged_and_call_is_error(store: 
     raised = weather.raised[0]
     assert seen_by_filter == [raised]  # the same object, through our outer filter
     assert info.value is raised or info.value.__cause__ is raised
-    fn = only(calls(store, h.session_id), "weather.broken")
+    fn = one(calls(store, h.session_id), "weather.broken")
     assert fn.status == "error" and "Boom: no weather for X" in (fn.error or "")
 
 
@@ -362,7 +355,7 @@ async def test_auto_invoked_function_error_is_recorded_and_sk_recovers(store: An
     async with openprogram.session_context(store=store) as h:
         result = await kernel.invoke_prompt("?", arguments=auto_arguments())
     assert str(result) == "sorry"
-    assert only(calls(store, h.session_id), "weather.broken").status == "error"
+    assert one(calls(store, h.session_id), "weather.broken").status == "error"
 
 
 async def test_instrumentation_errors_never_break_a_kernel(
@@ -486,6 +479,6 @@ async def test_function_called_by_an_auto_invoked_function_is_its_child(store: A
     async with openprogram.session_context(store=store) as h:
         await kernel.invoke_prompt("?", arguments=auto_arguments())
     records = calls(store, h.session_id)
-    plan, forecast = only(records, "outer.plan"), only(records, "weather.forecast")
+    plan, forecast = one(records, "outer.plan"), one(records, "weather.forecast")
     assert plan.output == "plan: sunny in Riga" and plan.attributes and plan.attributes["auto_invoked"]
     assert forecast.parent_id == plan.call_id and not (forecast.attributes or {}).get("auto_invoked")

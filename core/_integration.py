@@ -1,0 +1,260 @@
+"""The base of every framework adapter: a table of targets it patches and restores.
+
+An adapter is one :class:`Integration` subclass. It names its framework
+(``identifier``, ``distribution``, ``extra``, the ``trigger`` module whose import
+enables it) and returns its :class:`Target` table from :meth:`Integration.targets`:
+rows of (owner, attribute, wrap). The base checks the installed version against
+the floor declared once, in openprogram's extras metadata; waits for the trigger
+module to be imported; applies each row when its owner's module is imported;
+and restores exactly what it replaced. Applying twice wraps once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, ClassVar
+
+from ._guard import log_once
+from ._import_hooks import when_imported
+
+__all__ = ["ORIGINAL", "DidNotEnable", "Integration", "Target", "lowest_supported", "version_tuple"]
+
+logger = logging.getLogger("openprogram")
+
+ORIGINAL = "__openprogram_original__"
+"""Set on every replacement the kit installs: the callable it replaced (and the mark that it is ours)."""
+
+Wrap = Callable[[Callable[..., Any], "Integration"], Callable[..., Any]]
+"""Makes the replacement of ``original`` for ``integration``."""
+
+
+class DidNotEnable(RuntimeError):
+    """An integration could not be enabled (framework missing or unsupported)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One patch: ``owner`` is ``"module:Class"`` (a class attribute) or ``"module"`` (a module attribute).
+
+    A target whose module is never imported, or whose attribute this version of the
+    framework lacks, is skipped.
+    """
+
+    owner: str
+    attribute: str
+    wrap: Wrap
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The release numbers of a version string: ``"1.15.0rc1"`` -> ``(1, 15, 0)``."""
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+        if digits.end() != len(piece):
+            break  # a pre-release or local tail: the release numbers end here
+    return tuple(parts)
+
+
+_REQUIREMENT = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<specs>[^;]*);(?P<marker>.*)$"
+)
+
+
+def lowest_supported(distribution: str, extra: str) -> str | None:
+    """The ``>=`` floor that openprogram's ``extra`` declares for ``distribution`` (None if it declares none)."""
+    try:
+        requirements = importlib.metadata.requires("openprogram") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    wanted = re.sub(r"[-_.]+", "-", distribution).lower()
+    for requirement in requirements:
+        match = _REQUIREMENT.match(requirement)
+        if match is None or re.sub(r"[-_.]+", "-", match["name"]).lower() != wanted:
+            continue
+        if not re.search(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]", match["marker"]):
+            continue
+        floor = re.search(r">=\s*([0-9][^,\s]*)", match["specs"])
+        if floor is not None:
+            return floor.group(1)
+    return None
+
+
+_MISSING: Any = object()
+
+
+@dataclasses.dataclass
+class _Patch:
+    owner: Any
+    attribute: str
+    own: Any  # what the owner's own __dict__ held, or _MISSING when the attribute was inherited
+
+
+class Integration:
+    """Base class of every framework adapter; see the module docstring.
+
+    ``active`` is True between enabling and :meth:`disable`; every replacement's first
+    line reads it and passes straight through when it is False.
+    """
+
+    identifier: ClassVar[str] = ""
+    """The name ``instrument()`` takes (the framework's import name)."""
+    framework: ClassVar[str] = ""
+    """The ``framework`` of the calls it records (defaults to ``identifier``)."""
+    distribution: ClassVar[str] = ""
+    """The PyPI distribution whose installed version is checked."""
+    extra: ClassVar[str] = ""
+    """openprogram's extra that installs the framework (``pip install 'openprogram[<extra>]'``)."""
+    trigger: ClassVar[str] = ""
+    """The module whose import enables the adapter (a real module: not a namespace package)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self._lock = threading.RLock()
+        self._patches: list[_Patch] = []
+        self._cancels: list[Callable[[], None]] = []
+        self._armed = False
+
+    # --- what an adapter provides ---------------------------------------------------
+
+    def targets(self) -> Sequence[Target]:
+        """The table of patches; called once the trigger module is imported."""
+        return ()
+
+    def setup(self) -> None:
+        """What patching alone cannot do (a framework's own hook registry), once the trigger is imported."""
+
+    def teardown(self) -> None:
+        """Undo :meth:`setup`; the targets are restored by the base."""
+
+    # --- what the base does -------------------------------------------------------------
+
+    @classmethod
+    def missing(cls, detail: str) -> DidNotEnable:
+        """The DidNotEnable to raise, naming the install command."""
+        return DidNotEnable(f"{cls.identifier}: {detail}; pip install 'openprogram[{cls.extra}]'")
+
+    def check_version(self) -> None:
+        """Raise :class:`DidNotEnable` unless a supported version of the framework is installed (imports nothing)."""
+        try:
+            installed = importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            raise self.missing(f"{self.distribution} is not installed") from None
+        floor = lowest_supported(self.distribution, self.extra)
+        if floor is not None and version_tuple(installed) < version_tuple(floor):
+            raise self.missing(f"{self.distribution} {installed} is older than the lowest supported, {floor}")
+
+    def arm(self) -> None:
+        """Check the version, then enable now if the trigger module is imported, else when it is."""
+        with self._lock:
+            if self._armed:
+                return
+            self.check_version()
+            self._armed = True
+            try:
+                self._cancels.append(when_imported(self.trigger, self._enable))
+            except BaseException:
+                self.disable()
+                raise
+
+    def disable(self) -> None:
+        """Cancel pending hooks, switch the adapter off and restore every patch. Idempotent."""
+        with self._lock:
+            self._armed = False
+            was_active, self.active = self.active, False
+            while self._cancels:
+                self._cancels.pop()()
+            if was_active:
+                try:
+                    self.teardown()
+                except Exception:
+                    log_once(self.identifier, "teardown")
+            while self._patches:
+                self._restore(self._patches.pop())
+
+    def _enable(self, module: ModuleType) -> None:
+        with self._lock:
+            if not self._armed or self.active:
+                return
+            try:
+                for target in self.targets():
+                    module_name = target.owner.partition(":")[0]
+                    self._cancels.append(when_imported(module_name, self._applier(target)))
+                self.setup()
+            except BaseException:
+                while self._patches:
+                    self._restore(self._patches.pop())
+                raise
+            self.active = True
+
+    def _applier(self, target: Target) -> Callable[[ModuleType], None]:
+        def apply(module: ModuleType) -> None:
+            with self._lock:
+                if self._armed:
+                    self._apply(target, module)
+
+        return apply
+
+    def _apply(self, target: Target, module: ModuleType) -> None:
+        _, _, class_name = target.owner.partition(":")
+        try:
+            owner: Any = module
+            for part in filter(None, class_name.split(".")):
+                owner = getattr(owner, part)
+        except AttributeError:
+            logger.debug("openprogram: %s: %s is not in this version; not patched", self.identifier, target.owner)
+            return
+        own = owner.__dict__.get(target.attribute, _MISSING)
+        current = own if own is not _MISSING else _inherited(owner, target.attribute)
+        if current is _MISSING:
+            logger.debug("openprogram: %s: %s.%s is not in this version; not patched",
+                         self.identifier, target.owner, target.attribute)  # fmt: skip
+            return
+        if hasattr(_function_of(current), ORIGINAL):
+            return  # ours already
+        try:
+            replacement = _rewrap(current, lambda fn: target.wrap(fn, self))
+            setattr(_function_of(replacement), ORIGINAL, _function_of(current))
+            setattr(owner, target.attribute, replacement)
+        except Exception:
+            log_once(self.identifier, f"patching {target.owner}.{target.attribute}")
+            return
+        self._patches.append(_Patch(owner, target.attribute, own))
+
+    def _restore(self, patch: _Patch) -> None:
+        try:
+            if patch.own is _MISSING:
+                delattr(patch.owner, patch.attribute)
+            else:
+                setattr(patch.owner, patch.attribute, patch.own)
+        except Exception:
+            log_once(self.identifier, f"restoring {patch.attribute}")
+
+
+def _inherited(owner: Any, attribute: str) -> Any:
+    for klass in getattr(owner, "__mro__", ())[1:]:
+        if attribute in klass.__dict__:
+            return klass.__dict__[attribute]
+    return _MISSING
+
+
+def _function_of(value: Any) -> Any:
+    return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+
+
+def _rewrap(current: Any, wrap: Callable[[Any], Any]) -> Any:
+    """Wrap the function inside a static or class method, keeping the descriptor."""
+    if isinstance(current, staticmethod):
+        return staticmethod(wrap(current.__func__))
+    if isinstance(current, classmethod):
+        return classmethod(wrap(current.__func__))
+    return wrap(current)

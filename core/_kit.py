@@ -1,0 +1,85 @@
+"""The adapter kit: everything an adapter in ``openprogram.integrations`` needs from the core.
+
+Adapters import from here and from the public API only (see CONTRIBUTING.md,
+"The adapter kit"):
+
+- :class:`Integration` and :class:`Target` — the adapter and its table of patches;
+- :func:`recorded` — the one wrapper recording each call of a framework method;
+- :func:`guarded` / :func:`log_once` — the one guard for the adapter's own code;
+- :class:`LaterCall`, :class:`StreamCall`, :class:`CallsByKey` — calls that outlive
+  the block that began them;
+- :func:`steps_in_context` / :func:`steps_under_call` (and async twins) — the step
+  driver, with its two semantics (:func:`frameless_steps_in_current_context`: the first,
+  driven from C, for a generator that warns about its caller);
+- :func:`run_session` — which session a framework run records into;
+- :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths.
+"""
+
+from __future__ import annotations
+
+from ._capture import json_string
+from ._guard import guarded, log_once
+from ._integration import ORIGINAL, DidNotEnable, Integration, Target, Wrap, version_tuple
+from ._later import CallsByKey, LaterCall, StreamCall
+from ._propagation import close_inner, propagate
+from ._record import CALL_ID, register_control_flow
+from ._runs import RunEntry, last_run_session_id, run_session
+from ._scopes import Opened, call_scope, close_call, open_call
+from ._steps import (
+    async_frameless_steps_in_current_context,
+    async_steps_in_context,
+    async_steps_in_current_context,
+    async_steps_under_call,
+    frameless_steps_in_current_context,
+    steps_in_context,
+    steps_in_current_context,
+    steps_under_call,
+)
+from ._tool import injected_arguments, records_itself
+from ._wrappers import Describe, recorded, shape_of, wraps_like
+
+__all__ = [
+    "ORIGINAL",
+    "CallsByKey",
+    "Describe",
+    "DidNotEnable",
+    "Integration",
+    "LaterCall",
+    "Opened",
+    "RunEntry",
+    "StreamCall",
+    "Target",
+    "Wrap",
+    "async_frameless_steps_in_current_context",
+    "async_steps_in_context",
+    "async_steps_in_current_context",
+    "async_steps_under_call",
+    "call_id_of",
+    "call_scope",
+    "close_call",
+    "close_inner",
+    "frameless_steps_in_current_context",
+    "guarded",
+    "injected_arguments",
+    "json_string",
+    "last_run_session_id",
+    "log_once",
+    "open_call",
+    "propagate",
+    "recorded",
+    "records_itself",
+    "register_control_flow",
+    "run_session",
+    "shape_of",
+    "steps_in_context",
+    "steps_in_current_context",
+    "steps_under_call",
+    "version_tuple",
+    "wraps_like",
+]
+
+
+def call_id_of(opened: Opened) -> str:
+    """The id of a call begun with :func:`open_call`."""
+    call_id: str = opened[0][CALL_ID]
+    return call_id
