@@ -6,25 +6,47 @@ Each framework is tested at the lowest version we declare and at the latest.
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tarfile
+from pathlib import Path
 
 import nox
+import tomllib
 
-nox.options.sessions = ["tests", "postgres", "langgraph", "crewai", "semantic_kernel", "reliability", "lint"]
+nox.options.sessions = [
+    "tests", "postgres", "langgraph", "crewai", "semantic_kernel", "reliability", "upstream", "lint",
+]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = os.environ.get("OPENPROGRAM_NOX_PYTHON", "3.11")
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"]
 
+
+def _lowest_pins(extra: str, *distributions: str) -> list[str]:
+    """``name==floor`` for the named requirements of openprogram's ``extra``: the floors are declared once,
+    in pyproject.toml (the adapters read the same ones from the installed metadata)."""
+    with open(Path(__file__).parent / "pyproject.toml", "rb") as file:
+        requirements = tomllib.load(file)["project"]["optional-dependencies"][extra]
+    pins = []
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        floor = re.search(r">=\s*([0-9][^,\s;]*)", requirement)
+        if name is not None and floor is not None and name.group() in distributions:
+            pins.append(f"{name.group()}=={floor.group(1)}")
+    return pins
+
+
 # framework -> {"lowest": the lowest declared set, pinned together; "latest": unpinned}
 FRAMEWORKS: dict[str, dict[str, list[str]]] = {
     # langgraph-prebuilt is a separate package: its newest release needs a newer langgraph.
     "langgraph": {
-        "lowest": ["langgraph==1.0.0", "langgraph-prebuilt==1.0.2", "langchain-core==1.0.0"],
+        "lowest": [*_lowest_pins("langgraph", "langgraph", "langchain-core"), "langgraph-prebuilt==1.0.2"],
         "latest": ["langgraph", "langchain-core"],
     },
-    "crewai": {"lowest": ["crewai==1.15.0"], "latest": ["crewai"]},
-    "semantic_kernel": {"lowest": ["semantic-kernel==1.30.0"], "latest": ["semantic-kernel"]},
+    "crewai": {"lowest": _lowest_pins("crewai", "crewai"), "latest": ["crewai"]},
+    "semantic_kernel": {"lowest": _lowest_pins("semantic-kernel", "semantic-kernel"), "latest": ["semantic-kernel"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test.
@@ -74,6 +96,79 @@ def reliability(session: nox.Session) -> None:
     """The fast subset of the load, fault and bad-input suite, with every framework and PostgreSQL."""
     session.install("-e", ".[all]", *TEST_DEPS)
     _pytest(session, "tests/reliability", "tests/integrations/cross")
+
+
+# What LangGraph's own tests import with NO_DOCKER=true, from its sdist's `test` dependency group (the
+# Postgres and Redis clients are imported at module scope even when their servers are not used).
+# Left out: coverage, watch, repeat, dotenv, benchmark and CLI tools the tests do not need.
+UPSTREAM_TEST_DEPS = [
+    "pytest", "pytest-mock", "pytest-xdist", "syrupy", "httpx", "pycryptodome", "redis", "psycopg[binary]",
+    "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
+]  # fmt: skip
+UPSTREAM_DIR = Path(__file__).parent / "tests" / "upstream"
+
+
+def _setup_run(session: nox.Session, *args: str, silent: bool = False) -> str:
+    """Run a setup command in every mode: ``run_install`` covers ``--install-only``, ``run`` covers ``-R``."""
+    return str(session.run_install(*args, silent=silent) or session.run(*args, silent=silent))
+
+
+def _upstream_source(session: nox.Session, package: str, version: str) -> Path:
+    """The unpacked sdist of ``package==version``, downloaded once into nox's cache (never committed)."""
+    cache = Path(session.cache_dir).resolve() / "upstream"
+    sdist = cache / f"{package.replace('-', '_')}-{version}.tar.gz"
+    if not sdist.exists():
+        _setup_run(
+            session, "pip", "download", "--no-binary", ":all:", "--no-deps", "-d", str(cache), f"{package}=={version}"
+        )
+    # A fresh tree each run: pytest's caches and syrupy never see a previous run's leftovers.
+    tree = Path(session.create_tmp()).resolve() / "src"
+    shutil.rmtree(tree, ignore_errors=True)
+    with tarfile.open(sdist) as archive:
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(tree, filter="data")
+        else:  # a Python without PEP 706's filters; the archive is the sdist pip just fetched from PyPI
+            archive.extractall(tree)
+    (root,) = tree.iterdir()
+    return root
+
+
+@nox.session(python=PYTHON)
+def upstream(session: nox.Session) -> None:
+    """LangGraph's own test suite, plain and with openprogram instrumented; a test passing only plain fails.
+
+    ``nox -s upstream -- ARGS`` passes ARGS to both pytest runs.
+    """
+    session.install("-e", ".[langgraph]")
+    # The newest langgraph the extra allows, as pip resolved it; the tests are that release's.
+    script = "import importlib.metadata as m; print(m.version('langgraph'))"
+    version = _setup_run(session, "python", "-c", script, silent=True).strip().splitlines()[-1]
+    session.install(f"langgraph=={version}", *UPSTREAM_TEST_DEPS)
+    source = _upstream_source(session, "langgraph", version)
+    reports = Path(session.create_tmp()).resolve()  # absolute: pytest runs inside the unpacked sdist
+    stats = reports / "stats"
+    shutil.rmtree(stats, ignore_errors=True)
+    # NO_DOCKER is upstream's own switch: it drops the Postgres/Redis fixture params and Docker-only modules.
+    env = {"NO_DOCKER": "true", "PYTHONPATH": str(UPSTREAM_DIR), "OPENPROGRAM_UPSTREAM_STATS": str(stats)}
+    runs = {"plain": [], "instrumented": ["-p", "openprogram_plugin"]}
+    with session.chdir(source):
+        for run, plugin in runs.items():
+            session.log(f"langgraph {version} tests, {run}")
+            (reports / f"{run}.xml").unlink(missing_ok=True)  # never compare a previous run's report
+            # Upstream's tests leave thousands of temporary files behind: one fresh TMPDIR per run.
+            tmp = reports / f"tmp-{run}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            session.run(
+                # --disable-warnings only hides the summary (two copies of ~180 deprecation warnings).
+                "pytest", "tests", "-q", "-n", "2", "--disable-warnings", f"--junitxml={reports / run}.xml", *plugin,
+                *session.posargs,
+                env={**env, "TMPDIR": str(tmp)}, success_codes=[0, 1],  # failures are judged by the comparison
+            )  # fmt: skip
+    session.run(
+        "python", str(UPSTREAM_DIR / "compare.py"), str(reports / "plain.xml"), str(reports / "instrumented.xml"),
+        "--stats", str(stats),
+    )  # fmt: skip
 
 
 @nox.session(python=PYTHON)
