@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p3-instructions": ("p3_instructions.py", None, None),
     "p3-floor": ("p3_floor.py", None, None),
     "reliability": ("reliability.py", None, None),
+    "startup": ("startup.py", "langgraph", "langgraph"),
 }
 
 
