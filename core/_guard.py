@@ -15,7 +15,7 @@ from types import TracebackType
 
 from ._context import NoSessionError
 
-__all__ = ["guarded", "log_once"]
+__all__ = ["forget_logged", "guarded", "log_once"]
 
 logger = logging.getLogger("openprogram")
 
@@ -38,6 +38,12 @@ def log_once(framework: str, what: str, exc: BaseException | None = None) -> Non
                      exc_info=exc_info)  # fmt: skip
     else:
         logger.debug("openprogram: %s instrumentation failed again in %s", framework, what, exc_info=exc_info)
+
+
+def forget_logged() -> None:
+    """Log every place's next failure again, as in a new process (for tests of the log-once rule)."""
+    with _logged_lock:
+        _logged.clear()
 
 
 class guarded:
