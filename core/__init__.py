@@ -8,10 +8,11 @@ made, kept as a call DAG. ``session_context`` installs the session;
 from __future__ import annotations
 
 from ._capture import Limits, set_limits
+from ._configure import configure
 from ._context import NoSessionError, SessionHandle, current_call_id, get_current_session, require_current_session
 from ._ids import InvalidSessionId
 from ._instrument import DidNotEnable, instrument, instrumented, uninstrument
-from ._no_session import configure, implicit_session
+from ._no_session import implicit_session
 from ._propagation import ContextThreadPoolExecutor, propagate
 from ._scopes import call_scope
 from ._session import export_context, run_with_session, session_context

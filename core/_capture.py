@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import operator
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
@@ -39,6 +40,8 @@ __all__ = [
     "limits",
     "redact_error_text",
     "redact_text",
+    "content_captured",
+    "set_content_capture",
     "set_limits",
 ]
 
@@ -71,6 +74,25 @@ def set_limits(new: Limits) -> None:
     """Replace the capture limits (process-wide)."""
     global _limits
     _limits = new
+
+
+ENV_CAPTURE_CONTENT: Final = "OPENPROGRAM_CAPTURE_CONTENT"
+_content: bool | None = None  # configured; None: the environment decides
+
+
+def content_captured() -> bool:
+    """Whether inputs, outputs and message text are written: the configured choice, else
+    ``OPENPROGRAM_CAPTURE_CONTENT`` (``false``, ``0``, ``no``, ``off`` turn it off), else True."""
+    if _content is not None:
+        return _content
+    value = os.environ.get(ENV_CAPTURE_CONTENT)
+    return value is None or value.strip().lower() not in ("false", "0", "no", "off")
+
+
+def set_content_capture(captured: bool | None) -> None:
+    """Capture content (True), or not (False), or leave it to the environment (None)."""
+    global _content
+    _content = captured
 
 
 # Types whose values cannot change after the call, so the hot path may keep a

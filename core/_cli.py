@@ -14,7 +14,7 @@ from ._demo import run_demo
 from ._ids import InvalidSessionId, validate_session_id
 from ._spill import load_spill
 from .stores import Store, StoreError, open_store, safe_url
-from .stores._base import CALL_COLUMNS
+from .stores._base import CALL_COLUMNS, tokens_of
 
 __all__ = ["main", "render_tree"]
 
@@ -82,9 +82,43 @@ def _duration(call: _Drawable) -> str:
     return f"{d * 1000:.1f}ms" if d < 1 else f"{d:.2f}s"
 
 
-def _label(call: _Drawable) -> str:
+class _Tokens(NamedTuple):
+    """Tokens reported by model calls: input, output and total."""
+
+    input: int = 0
+    output: int = 0
+    total: int = 0
+
+    def __add__(self, other: object) -> _Tokens:
+        if not isinstance(other, _Tokens):
+            return NotImplemented
+        return _Tokens(self.input + other.input, self.output + other.output, self.total + other.total)
+
+    def describe(self) -> str:
+        return f"tokens {self.total} (in {self.input}, out {self.output})"
+
+
+def _usage_of(call: _Drawable) -> _Tokens | None:
+    """The token usage an ``llm`` call's attributes report (JSON text in a tree row), or None."""
+    attributes = getattr(call, "attributes", None)
+    if call.kind != "llm" or not attributes:
+        return None
+    try:
+        found = (json.loads(attributes) if isinstance(attributes, str) else attributes).get("usage")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(found, dict):
+        return None
+    counts = [found.get(key) for key in ("input_tokens", "output_tokens")]
+    entered, produced = (value if isinstance(value, int) else 0 for value in counts)
+    return _Tokens(entered, produced, tokens_of({"usage": found}))
+
+
+def _label(call: _Drawable, tokens: _Tokens | None = None) -> str:
     fw = f" ({call.framework})" if call.framework else ""
     text = f"{call.kind} {call.name}{fw} [{call.status}] {_duration(call)}"
+    if tokens is not None and (tokens.total or call.kind == "llm"):
+        text += f"  {tokens.describe()}"
     if call.error:
         text += f"  !! {call.error.splitlines()[0][:200] if call.error.strip() else call.error}"
     return text
@@ -102,6 +136,7 @@ def render_tree(calls: Iterable[_Drawable], out: TextIO, max_lines: int = MAX_LI
         parent = call.parent_id if call.parent_id in ids else None
         children.setdefault(parent, []).append(call)
     below = _subtree_sizes(children)
+    tokens = _tokens_by_call(ordered, children)
     lines = 0
     stack: list[tuple[_Drawable | str, str, bool]] = []
 
@@ -141,10 +176,27 @@ def render_tree(calls: Iterable[_Drawable], out: TextIO, max_lines: int = MAX_LI
         if isinstance(item, str):
             out.write(f"{prefix}{branch}{item}\n")
         else:
-            out.write(f"{prefix}{branch}{_label(item)}\n")
+            shown = tokens.get(item.call_id) if item.kind in ("turn", "llm") else None
+            out.write(f"{prefix}{branch}{_label(item, shown)}\n")
             push_children(item.call_id, prefix + ("    " if last else "|   "))
         lines += 1
     return lines
+
+
+def _tokens_by_call(ordered: list[_Drawable], children: dict[str | None, list[_Drawable]]) -> dict[str, _Tokens]:
+    """Each ``llm`` call's usage, and for every call the sum of the usage reported below it."""
+    totals: dict[str, _Tokens] = {}
+    parents = {kid.call_id: parent for parent, kids in children.items() for kid in kids}
+    for call in ordered:
+        usage = _usage_of(call)
+        if usage is None:
+            continue
+        totals[call.call_id] = usage
+        parent = parents.get(call.call_id)
+        while parent is not None:  # a model call's usage counts for every call above it
+            totals[parent] = totals.get(parent, _Tokens()) + usage
+            parent = parents.get(parent)
+    return totals
 
 
 def _subtree_sizes(children: dict[str | None, list[_Drawable]]) -> dict[str, int]:
@@ -190,9 +242,9 @@ def _cmd_sessions(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if not sessions:
         out.write(f"no sessions in {store.url}\n")
         return 0
-    out.write(f"{'SESSION':<34} {'AGENT':<12} {'CALLS':>7}  {'CREATED':<19}  UPDATED\n")
+    out.write(f"{'SESSION':<34} {'AGENT':<12} {'CALLS':>7} {'TOKENS':>9}  {'CREATED':<19}  UPDATED\n")
     for s in sessions:
-        out.write(f"{s.session_id:<34} {s.agent_id:<12} {s.call_count:>7}  {_when(s.created_at)}  "
+        out.write(f"{s.session_id:<34} {s.agent_id:<12} {s.call_count:>7} {s.tokens:>9}  {_when(s.created_at)}  "
                   f"{_when(s.updated_at)}\n")  # fmt: skip
     return 0
 
@@ -207,9 +259,12 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _stream_json(store, session_id, out)
         return 0
-    out.write(f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls  "
+    rows = [_TreeCall._make(row) for row in store.iter_tree_rows(session_id)]
+    used = sum(filter(None, map(_usage_of, rows)), _Tokens())
+    usage = f"  {used.describe()}" if used.total else ""
+    out.write(f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls{usage}  "
               f"created {_when(info.created_at)}  updated {_when(info.updated_at)}\n")  # fmt: skip
-    render_tree(map(_TreeCall._make, store.iter_tree_rows(session_id)), out, max_lines=args.max_lines)
+    render_tree(rows, out, max_lines=args.max_lines)
     return 0
 
 

@@ -12,15 +12,19 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
   driver, with its two semantics (:func:`frameless_steps_in_current_context`: the first,
   driven from C, for a generator that warns about its caller);
 - :func:`run_session` — which session a framework run records into;
-- :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths.
+- :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths;
+- :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
+  :func:`reply`, :func:`usage`, :func:`model_inputs` — a request to a chat model as an
+  ``llm`` call, in the one shape for every framework; :func:`content_captured`.
 """
 
 from __future__ import annotations
 
-from ._capture import json_string
+from ._capture import content_captured, json_string
 from ._guard import guarded, log_once
 from ._integration import ORIGINAL, DidNotEnable, Integration, Target, Wrap, version_tuple
 from ._later import CallsByKey, LaterCall, StreamCall
+from ._model_calls import ModelCall, ModelStream, message, model_inputs, reply, tool_call, usage
 from ._propagation import close_inner, propagate
 from ._record import CALL_ID, register_control_flow
 from ._runs import RunEntry, last_run_session_id, run_session
@@ -45,6 +49,8 @@ __all__ = [
     "DidNotEnable",
     "Integration",
     "LaterCall",
+    "ModelCall",
+    "ModelStream",
     "Opened",
     "RunEntry",
     "StreamCall",
@@ -58,15 +64,19 @@ __all__ = [
     "call_scope",
     "close_call",
     "close_inner",
+    "content_captured",
     "frameless_steps_in_current_context",
     "guarded",
     "injected_arguments",
     "json_string",
     "last_run_session_id",
     "log_once",
+    "message",
+    "model_inputs",
     "open_call",
     "propagate",
     "recorded",
+    "reply",
     "records_itself",
     "register_control_flow",
     "run_session",
@@ -74,6 +84,8 @@ __all__ = [
     "steps_in_context",
     "steps_in_current_context",
     "steps_under_call",
+    "tool_call",
+    "usage",
     "version_tuple",
     "wraps_like",
 ]

@@ -26,9 +26,9 @@ __all__ = [
     "ENV_PARENT_CALL",
     "ENV_SESSION_ID",
     "ENV_TURN_ID",
-    "configure",
     "current_policy",
     "implicit_session",
+    "set_policy",
 ]
 
 logger = logging.getLogger("openprogram")
@@ -48,22 +48,12 @@ _implicit_rec: tuple[Any, ...] | None = None
 _warned = False
 
 
-def configure(*, no_session: str | None = None) -> None:
-    """Process-wide settings. ``no_session`` decides what a recorded call does with no session open:
-
-    - ``"auto"`` (default): join the session exported by a parent process, or open
-      one implicit session for this process, log its id once and record there
-      (see :func:`implicit_session`);
-    - ``"warn"``: run unrecorded and log one warning;
-    - ``"error"``: raise RuntimeError.
-
-    The ``OPENPROGRAM_NO_SESSION`` environment variable sets the default.
-    """
+def set_policy(no_session: str) -> None:
+    """Set the no-session policy (see :func:`openprogram.configure`)."""
     global _policy
-    if no_session is not None:
-        if no_session not in _POLICIES:
-            raise ValueError(f"no_session must be one of {', '.join(_POLICIES)}, not {no_session!r}")
-        _policy = no_session
+    if no_session not in _POLICIES:
+        raise ValueError(f"no_session must be one of {', '.join(_POLICIES)}, not {no_session!r}")
+    _policy = no_session
 
 
 def current_policy() -> str:

@@ -27,7 +27,6 @@ from ._no_session import (
     ENV_PARENT_CALL,
     ENV_SESSION_ID,
     ENV_TURN_ID,
-    configure,
     current_policy,
     implicit_session,
 )
@@ -38,7 +37,6 @@ __all__ = [
     "ENV_PARENT_CALL",
     "ENV_SESSION_ID",
     "ENV_TURN_ID",
-    "configure",
     "export_context",
     "implicit_session",
     "run_with_session",

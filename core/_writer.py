@@ -25,7 +25,16 @@ from typing import Any
 
 from . import _ids
 from ._blocking import run_blocking
-from ._capture import ATOMIC_TYPES, PRECAPTURED, arguments_json, capture_json, dumps, mapping_json, scalar_json
+from ._capture import (
+    ATOMIC_TYPES,
+    PRECAPTURED,
+    arguments_json,
+    capture_json,
+    content_captured,
+    dumps,
+    mapping_json,
+    scalar_json,
+)
 from ._ids import as_text
 from ._record import (
     CALL_ID,
@@ -227,6 +236,10 @@ _RUNNING = ("running", None, None, None)  # completes a start record (from infli
 assert START_WIDTH + len(_RUNNING) == RECORD_WIDTH
 
 
+# Whether inputs and outputs are written, read once per batch (see _capture.content_captured).
+_content = [True]
+
+
 def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     # Unpacked in the order of _record.FIELDS, under the same names.
     (call_id, session, parent, kind, name, framework, names, args, kwargs,
@@ -235,7 +248,9 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         call_id = as_text(call_id)
     if type(parent) is int:
         parent = as_text(parent)
-    if names is None:
+    if not _content[0]:  # content capture off: no inputs or outputs are written, for any kind
+        inputs = output = None
+    elif names is None:
         inputs = None if args is None else capture_json(args)
     elif names is PRECAPTURED:  # captured on the hot path: JSON text already
         inputs = args if type(args) is str else dumps(args)
@@ -268,7 +283,7 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         return _encode(rec, owner)
     except Exception as exc:
         logger.exception("openprogram: could not encode call %s; recording it without captures", rec[CALL_ID])
-        note = dumps(f"<capture failed: {type(exc).__name__}>")
+        note = dumps(f"<capture failed: {type(exc).__name__}>") if _content[0] else None
         final = rec[STATUS] != "running"
         session = rec[SESSION]
         return (
@@ -327,6 +342,7 @@ def _drain(count: int, owner: str) -> list[_Marker]:
     del queue[:taken]
     append: Callable[[CallRow], object] | None = None
     running: set[str] = set()
+    _content[0] = content_captured()
     encode = _encode
     for item in zip(*(items,) * RECORD_WIDTH, strict=True):
         head = item[CALL_ID]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram import _capture
 
 _ENV_VARS = (
     "OPENPROGRAM_STORE",
@@ -21,6 +22,7 @@ _ENV_VARS = (
     "OPENPROGRAM_TURN_ID",
     "OPENPROGRAM_PARENT_CALL",
     "OPENPROGRAM_AGENT_ID",
+    "OPENPROGRAM_CAPTURE_CONTENT",
 )
 
 
@@ -32,6 +34,14 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in _ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def content_captured() -> Iterator[None]:
+    """Content capture as a process starts (the environment decides), before and after each test."""
+    _capture.set_content_capture(None)
+    yield
+    _capture.set_content_capture(None)
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ __all__ = [
     "Store",
     "StoreError",
     "on_read",
+    "session_info",
+    "tokens_of",
 ]
 
 #: Columns of a call row, in the order of :data:`CallRow` tuples.
@@ -112,6 +114,8 @@ class SessionInfo:
     created_at: float
     updated_at: float
     call_count: int = 0
+    #: Tokens used by the session's model (``llm``) calls, as their ``usage`` attributes report them.
+    tokens: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +150,25 @@ class CallRecord:
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
 assert _RECORD_FIELDS[-3:] == ("started_at", "ended_at", "attributes")
 _new_record = object.__new__
+
+
+def session_info(row: Sequence[Any]) -> SessionInfo:
+    """A SessionInfo from a SQL listing's row (id, agent, created, updated, call count, tokens)."""
+    return SessionInfo(str(row[0]), str(row[1]), float(row[2]), float(row[3]), int(row[4] or 0), int(row[5] or 0))
+
+
+def tokens_of(attributes: Any) -> int:
+    """The tokens a model call's attributes report: their ``usage`` total, else input plus output.
+
+    The SQL stores compute the same sum in their session listings.
+    """
+    found = attributes.get("usage") if isinstance(attributes, dict) else None
+    if not isinstance(found, dict):
+        return 0
+    total = found.get("total_tokens")
+    if isinstance(total, int):
+        return total
+    return sum(v for v in (found.get("input_tokens"), found.get("output_tokens")) if isinstance(v, int))
 
 
 def _loads(text: str | None) -> Any:
@@ -227,7 +250,8 @@ class Store(abc.ABC):
         """Rows of one session in start order (ties broken by call id).
 
         With ``captures=False`` a backend may leave ``inputs``, ``output`` and
-        ``attributes`` out (None) so they are never read.
+        ``attributes`` out (None) so they are never read, except the attributes of
+        ``llm`` calls (their model and token usage, drawn on a call tree).
         """
 
     @abc.abstractmethod
@@ -261,7 +285,8 @@ class Store(abc.ABC):
             yield record
 
     def iter_tree_rows(self, session_id: str) -> Iterator[CallRow]:
-        """Raw rows for drawing a call tree: captures left out (None), ``interrupted`` resolved.
+        """Raw rows for drawing a call tree: captures left out (None) but for the attributes
+        (JSON text) of ``llm`` calls, ``interrupted`` resolved.
 
         The cheapest way to read a large session: no record object per call.
         """

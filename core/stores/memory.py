@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 
-from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store
+from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, tokens_of
 
 __all__ = ["MemoryStore"]
 
@@ -57,8 +58,10 @@ class MemoryStore(Store):
 
     def _info(self, row: list[object]) -> SessionInfo:
         sid = str(row[0])
-        return SessionInfo(sid, str(row[1]), float(row[2]), float(row[3]),  # type: ignore[arg-type]
-                           len(self._by_session.get(sid, ())))  # fmt: skip
+        ids = self._by_session.get(sid, ())
+        calls = [self._calls[c] for c in ids]
+        tokens = sum(tokens_of(json.loads(c[11])) for c in calls if c[4] == "llm" and c[11])
+        return SessionInfo(sid, str(row[1]), float(row[2]), float(row[3]), len(ids), tokens)  # type: ignore[arg-type]
 
     def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
         with self._lock:
@@ -74,6 +77,8 @@ class MemoryStore(Store):
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         with self._lock:
             rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
+        if not captures:
+            rows = [(*r[:8], None, None, r[10], r[11] if r[4] == "llm" else None, *r[12:]) for r in rows]
         rows.sort(key=lambda r: (r[12], r[0]))
         return iter(rows)
 

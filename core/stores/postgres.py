@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from . import safe_url
-from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError, session_info
 
 if TYPE_CHECKING:
     import psycopg
@@ -99,7 +99,7 @@ _COLUMNS = (
 # What a call tree needs: the captures are never read.
 _TREE_COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
-    "NULL, NULL, error, NULL, started_at, ended_at, owner"
+    "NULL, NULL, error, CASE WHEN kind = 'llm' THEN attributes END, started_at, ended_at, owner"
 )
 _STAGE = "CREATE TEMP TABLE IF NOT EXISTS openprogram_stage (LIKE calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 # A running row may be replaced by its final row; a final row is never replaced.
@@ -119,7 +119,12 @@ _UPSERT_ALIAS = (
 )
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
-    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
+    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id), "
+    # The tokens of its model calls: as stores.tokens_of counts them (attributes are JSON text we wrote).
+    "(SELECT coalesce(sum(coalesce((c.attributes::jsonb #>> '{usage,total_tokens}')::bigint, "
+    "coalesce((c.attributes::jsonb #>> '{usage,input_tokens}')::bigint, 0) "
+    "+ coalesce((c.attributes::jsonb #>> '{usage,output_tokens}')::bigint, 0))), 0) "
+    "FROM calls c WHERE c.session_id = s.session_id AND c.kind = 'llm' AND c.attributes IS NOT NULL)"
 )
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECASE)
@@ -471,11 +476,11 @@ class PostgresStore(Store):
             f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT %s",
             (limit,),
         )
-        return [SessionInfo(*row) for row in rows]
+        return [session_info(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = %s", (session_id,))
-        return SessionInfo(*rows[0]) if rows else None
+        return session_info(rows[0]) if rows else None
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         rows = self._query("SELECT session_id FROM aliases WHERE namespace = %s AND key = %s", (namespace, key))

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import AliasRow, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError
+from ._base import AliasRow, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError, session_info
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -155,12 +155,17 @@ def _chunk_parameters(flat: Sequence[Any], start: int) -> tuple[int, list[Any]]:
 _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
 _TREE_COLUMNS = (
-    "call_id, session_id, turn_id, parent_id, kind, name, framework, status, NULL, NULL, error, NULL, "
-    "started_at, ended_at, owner"
+    "call_id, session_id, turn_id, parent_id, kind, name, framework, status, NULL, NULL, error, "
+    "CASE WHEN kind = 'llm' THEN attributes END, started_at, ended_at, owner"
 )
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
-    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id)"
+    "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id), "
+    # The tokens of its model calls: as stores.tokens_of counts them.
+    "(SELECT coalesce(sum(coalesce(json_extract(c.attributes, '$.usage.total_tokens'), "
+    "coalesce(json_extract(c.attributes, '$.usage.input_tokens'), 0) "
+    "+ coalesce(json_extract(c.attributes, '$.usage.output_tokens'), 0))), 0) "
+    "FROM calls c WHERE c.session_id = s.session_id AND c.kind = 'llm' AND json_valid(c.attributes))"
 )
 
 
@@ -387,7 +392,7 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
             conn.close()
-        return [SessionInfo(*row) for row in rows]
+        return [session_info(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         if self._absent():
@@ -400,7 +405,7 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
             conn.close()
-        return None if row is None else SessionInfo(*row)
+        return None if row is None else session_info(row)
 
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         if self._absent():

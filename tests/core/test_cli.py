@@ -250,3 +250,33 @@ def test_help_lists_the_commands() -> None:
     assert done.returncode == 0
     for command in ("sessions", "show", "demo", "import"):
         assert command in done.stdout
+
+
+def ask_model(text: str, tokens: tuple[int, int]) -> None:
+    from openprogram._kit import ModelCall, message, model_inputs, reply, usage
+
+    call = ModelCall.request("toy", "fake-gpt", lambda: model_inputs([message("user", text)]))
+    assert call is not None
+    call.answered(reply(text.upper()), usage(*tokens))
+
+
+def test_show_prints_model_and_tokens_on_llm_lines_and_totals_per_turn_and_session(sqlite_url: str) -> None:
+    with openprogram.session_context("tokens", store=sqlite_url):
+        ask_model("one", (10, 2))
+        search("x")
+        ask_model("two", (20, 3))
+    with openprogram.session_context("tokens", store=sqlite_url):
+        ask_model("three", (5, 1))
+    code, out = run_cli("--store", sqlite_url, "show", "tokens")
+    assert code == 0
+    lines = out.splitlines()
+    assert "tokens 41 (in 35, out 6)" in lines[0]  # the session
+    turns = [line for line in lines if "turn main" in line]
+    assert ["tokens 35 (in 30, out 5)" in turns[0], "tokens 6 (in 5, out 1)" in turns[1]] == [True, True]
+    model_lines = [line for line in lines if "llm fake-gpt (toy) [ok]" in line]
+    assert len(model_lines) == 3 and "tokens 12 (in 10, out 2)" in model_lines[0]
+    assert "tokens" not in next(line for line in lines if "tool search" in line)
+    code, out = run_cli("--store", sqlite_url, "sessions")
+    header, first = out.splitlines()[:2]
+    assert header.split()[:4] == ["SESSION", "AGENT", "CALLS", "TOKENS"]
+    assert first.split()[:4] == ["tokens", "main", "6", "41"]

@@ -520,3 +520,35 @@ def test_nul_in_a_name_or_an_error_is_stored_escaped_and_blocks_nothing(store_ur
     assert call.name == "odd\\x00name"
     assert call.status == "error" and call.error == "ValueError: bad \\x00 byte"
     assert store.get_session(later.session_id) is not None
+
+
+def _model_row(call_id: str, attributes: str | None, session_id: str = "s1") -> CallRow:
+    return (call_id, session_id, "turn1", None, "llm", "gpt", None, "ok", '{"messages": []}', '{"content": "x"}',
+            None, attributes, 1.0, 2.0, "h:1:x")  # fmt: skip
+
+
+def test_a_session_lists_the_tokens_its_model_calls_report(store: Store) -> None:
+    store.write(
+        [("s1", "main", 1.0, 2.0), ("s2", "main", 1.0, 3.0)],
+        [
+            _model_row("m1", '{"model": "gpt", "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}'),
+            _model_row("m2", '{"usage": {"input_tokens": 3, "output_tokens": 4}}'),  # no total: input + output
+            _model_row("m3", '{"model": "gpt"}'),  # no usage reported
+            _model_row("m4", None),
+            row("t1"),  # a tool's attributes never count
+        ],
+    )
+    infos = {info.session_id: info for info in store.list_sessions()}
+    assert infos["s1"].tokens == 22
+    assert infos["s2"].tokens == 0
+    found = store.get_session("s1")
+    assert found is not None and found.tokens == 22 and found.call_count == 5
+
+
+def test_tree_rows_keep_the_attributes_of_model_calls_only(store: Store) -> None:
+    usage = '{"usage": {"total_tokens": 7}}'
+    tool = row("t1")
+    store.write([("s1", "main", 1.0, 2.0)], [_model_row("m1", usage), (*tool[:11], '{"x": 1}', *tool[12:])])
+    rows = {r[0]: r for r in store.iter_tree_rows("s1")}
+    assert rows["m1"][11] == usage and rows["m1"][8] is None and rows["m1"][9] is None
+    assert rows["t1"][11] is None and rows["t1"][8] is None
