@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p3-floor": ("p3_floor.py", None, None),
     "reliability": ("reliability.py", None, None),
     "startup": ("startup.py", "langgraph", "langgraph"),
+    "llm-cost": ("llm_cost.py", None, None),
 }
 
 

@@ -77,20 +77,21 @@ def set_limits(new: Limits) -> None:
 
 
 ENV_CAPTURE_CONTENT: Final = "OPENPROGRAM_CAPTURE_CONTENT"
-_content: bool | None = None  # configured; None: the environment decides
+_content: bool | None = None  # configured, else read from the environment when first needed
 
 
 def content_captured() -> bool:
     """Whether inputs, outputs and message text are written: the configured choice, else
     ``OPENPROGRAM_CAPTURE_CONTENT`` (``false``, ``0``, ``no``, ``off`` turn it off), else True."""
-    if _content is not None:
-        return _content
-    value = os.environ.get(ENV_CAPTURE_CONTENT)
-    return value is None or value.strip().lower() not in ("false", "0", "no", "off")
+    global _content
+    if _content is None:
+        value = os.environ.get(ENV_CAPTURE_CONTENT)
+        _content = value is None or value.strip().lower() not in ("false", "0", "no", "off")
+    return _content
 
 
 def set_content_capture(captured: bool | None) -> None:
-    """Capture content (True), or not (False), or leave it to the environment (None)."""
+    """Capture content (True), or not (False), or leave it to the environment (None: read it again)."""
     global _content
     _content = captured
 
@@ -708,19 +709,57 @@ def _arguments_json_general(
 
 
 def mapping_json(value: Mapping[str, Any]) -> str:
-    """JSON text of ``capture(value)``: built directly for a small flat dict of scalars under
-    str keys (the shape of attributes), else through :func:`capture_json`."""
+    """JSON text of ``capture(value)``: built directly for a small dict of scalars under str keys
+    (the shape of attributes), or of such dicts one level down (a model call's ``usage``), else
+    through :func:`capture_json`."""
     if type(value) is dict and 0 < len(value) <= 16:
         values = tuple(value.values())
-        for item in values:
-            if type(item) not in ATOMIC_TYPES:
-                return capture_json(value)
         keys = tuple(value)
         for key in keys:
             if type(key) is not str:
                 return capture_json(value)
-        return arguments_json(keys, values, None)
+        nested = False
+        for item in values:
+            kind = type(item)
+            if kind not in ATOMIC_TYPES:
+                if kind is not dict or not _flat_small(item):
+                    return capture_json(value)
+                nested = True
+        if not nested:
+            return arguments_json(keys, values, None)
+        lim = _limits
+        parts = []
+        for key, item in zip(keys, values, strict=True):
+            if is_secret_key(key):
+                encoded = _REDACTED_JSON
+            elif type(item) is dict:
+                encoded = arguments_json(tuple(item), tuple(item.values()), None)
+            elif type(item) is str and _plain_text(item, lim.max_string):
+                encoded = _encode_string(item)
+            else:
+                encoded = _scalar_json(item, lim)
+            parts.append(_encode_string(key) + ":" + encoded)
+        text = "{" + ",".join(parts) + "}"
+        if len(text) <= lim.max_chars * 2:
+            return text
     return capture_json(value)
+
+
+def _plain_text(text: str, max_string: int) -> bool:
+    """Short and nothing in it that redaction looks for: encoded as it is."""
+    return (
+        len(text) <= max_string
+        and (len(text) < 8 or text[0] not in _SECRET_INITIALS)
+        and "@" not in text
+        and "assword" not in text
+    )
+
+
+def _flat_small(value: dict[Any, Any]) -> bool:
+    """A dict of at most 16 scalars under str keys."""
+    if not 0 < len(value) <= 16:
+        return False
+    return all(type(key) is str and type(item) in ATOMIC_TYPES for key, item in value.items())
 
 
 def scalar_json(value: Any) -> str:

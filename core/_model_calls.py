@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ._capture import content_captured
-from ._context import call_var
+from ._capture import content_captured, mapping_json
+from ._context import NoSessionError, call_var
 from ._guard import log_once
 from ._later import LaterCall
-from ._scopes import detach_call, open_call
+from ._record import ATTRIBUTES, begin_call
+from ._scopes import resolve
 
 __all__ = ["ModelCall", "ModelStream", "message", "model_inputs", "reply", "role", "tool_call", "usage"]
 
@@ -56,6 +57,9 @@ _requesting: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.Contex
 
 def role(raw: Any) -> str:
     """One of ``system``, ``user``, ``assistant``, ``tool`` for a framework's role name (``human``, ``ai``, ...)."""
+    known = _ROLES.get(raw) if type(raw) is str else None
+    if known is not None:
+        return known
     text = str(getattr(raw, "value", raw) or "").lower()
     return _ROLES.get(text, text or "user")
 
@@ -75,27 +79,25 @@ def message(
     message_role: Any,
     content: Any = None,
     *,
-    tool_calls: Iterable[dict[str, Any]] = (),
+    tool_calls: Collection[dict[str, Any]] = (),
     tool_call_id: Any = None,
 ) -> dict[str, Any]:
     """One message of a request, in the one shape (``tool_calls`` as made by :func:`tool_call`)."""
     made: dict[str, Any] = {"role": role(message_role), "content": content}
-    calls = list(tool_calls)
-    if calls:
-        made["tool_calls"] = calls
+    if tool_calls:
+        made["tool_calls"] = list(tool_calls)
     if tool_call_id is not None:
         made["tool_call_id"] = str(tool_call_id)
     return made
 
 
 def reply(
-    content: Any = None, *, tool_calls: Iterable[dict[str, Any]] = (), finish_reason: Any = None
+    content: Any = None, *, tool_calls: Collection[dict[str, Any]] = (), finish_reason: Any = None
 ) -> dict[str, Any]:
     """A model's reply: an ``llm`` call's output."""
     made: dict[str, Any] = {"role": "assistant", "content": content}
-    calls = list(tool_calls)
-    if calls:
-        made["tool_calls"] = calls
+    if tool_calls:
+        made["tool_calls"] = list(tool_calls)
     if finish_reason is not None:
         made["finish_reason"] = str(getattr(finish_reason, "value", finish_reason))
     return made
@@ -137,13 +139,35 @@ def model_inputs(
     return inputs
 
 
+_USAGE_KEYS = {key: f'"{key}":' for key in ("input_tokens", "output_tokens", "total_tokens")}
+_ALL_COUNTS = '"input_tokens":%d,"output_tokens":%d,"total_tokens":%d'
+_prefixes: dict[tuple[str, Any, bool], str] = {}
+
+
+def _attributes_prefix(name: str, provider: Any, stream: bool) -> str:
+    """A model call's start attributes as JSON text without its closing brace, worked out once per model."""
+    key = (name, provider, stream)
+    prefix = _prefixes.get(key)
+    if prefix is None:
+        attributes: dict[str, Any] = {"model": name}
+        if provider:
+            attributes["provider"] = str(provider)
+        if stream:
+            attributes["stream"] = True
+        prefix = mapping_json(attributes)[:-1]
+        if len(_prefixes) < 1000:
+            _prefixes[key] = prefix
+    return prefix
+
+
 class ModelCall(LaterCall):
     """One request to a chat model: begun under the current call, current inside ``with call.current():``."""
 
-    __slots__ = ("_client", "_client_tokens")
+    __slots__ = ("_client", "_client_tokens", "_prefix")
 
     def __init__(self, rec: tuple[Any, ...], framework: str) -> None:
         super().__init__(rec, framework)
+        self._prefix = "{"
         self._client: int | None = None
         self._client_tokens: list[Token[tuple[int, Any] | None]] = []
 
@@ -174,16 +198,20 @@ class ModelCall(LaterCall):
             except Exception as exc:
                 log_once(framework, f"describing a request to {model!r}", exc)
         name = str(model) if model else "model"
-        attributes: dict[str, Any] = {"model": name}
-        if provider:
-            attributes["provider"] = str(provider)
-        if stream:
-            attributes["stream"] = True
-        opened = open_call("llm", name, framework, captured, attributes)
-        if opened is None:
+        try:
+            resolved = resolve(None, "a model call")
+            if resolved is None:
+                return None
+            prefix = _attributes_prefix(name, provider, stream)
+            # Begun without becoming current: the adapter makes it current around the request.
+            call = cls(begin_call(resolved[0], resolved[1], "llm", name, framework, captured, prefix + "}"), framework)
+        except NoSessionError:
+            raise  # the "error" no-session policy, by the user's choice
+        except Exception as exc:
+            log_once(framework, f"beginning a request to {name!r}", exc)
             return None
-        call = cls(detach_call(opened), framework)
         call._client = None if client is None else id(client)
+        call._prefix = prefix
         return call
 
     def __enter__(self) -> ModelCall:
@@ -199,11 +227,27 @@ class ModelCall(LaterCall):
 
     def answered(self, output: dict[str, Any] | None, token_usage: dict[str, int] | None = None) -> None:
         """End the call with the model's reply (dropped while content is not captured) and its usage."""
-        self.end(None, output if content_captured() else None, {"usage": token_usage} if token_usage else None)
+        self.ended_with(None, output if content_captured() else None, token_usage)
 
     def failed(self, exc: BaseException) -> None:
         """End the call with the exception the request raised (the caller re-raises it)."""
-        self.end(exc)
+        self.ended_with(exc, None, None)
+
+    def ended_with(
+        self, exc: BaseException | None, output: Any, token_usage: dict[str, int] | None, status: str | None = None
+    ) -> None:
+        if token_usage and not self.ended:
+            # The final attributes as JSON text: the start's, with the usage's integers appended.
+            if len(token_usage) == 3:  # what usage() gives when the model reports both counts
+                counts = _ALL_COUNTS % (
+                    token_usage["input_tokens"], token_usage["output_tokens"], token_usage["total_tokens"]
+                )  # fmt: skip
+            else:
+                counts = ",".join(f"{_USAGE_KEYS[key]}{int(value)}" for key, value in token_usage.items()
+                                  if key in _USAGE_KEYS)  # fmt: skip
+            text = self._prefix + ',"usage":{' + counts + "}}"  # the prefix holds the model, at least
+            self.rec = self.rec[:ATTRIBUTES] + (text,) + self.rec[ATTRIBUTES + 1 :]
+        self.end(exc, output, None, status)
 
 
 class ModelStream(ModelCall):
@@ -271,8 +315,7 @@ class ModelStream(ModelCall):
     def finish(self, exc: BaseException | None) -> None:
         """End the call with the joined reply; a consumer's abandon (``GeneratorExit``) is ``interrupted``."""
         output = self.joined() if content_captured() else None
-        attributes = {"usage": self._usage} if self._usage else None
         if isinstance(exc, GeneratorExit):
-            self.end(None, output, attributes, status="interrupted")
+            self.ended_with(None, output, self._usage, status="interrupted")
         else:
-            self.end(exc, output, attributes)
+            self.ended_with(exc, output, self._usage)
