@@ -49,10 +49,10 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
     "semantic_kernel": {"lowest": _lowest_pins("semantic-kernel", "semantic-kernel"), "latest": ["semantic-kernel"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
-# langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test.
+# langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
 # semantic_kernel: SK 1.30 imports httpx, which the newest openai no longer installs.
 TEST_EXTRAS: dict[str, list[str]] = {
-    "langgraph": ["langgraph-checkpoint-sqlite>=2.0"],
+    "langgraph": ["langgraph-checkpoint-sqlite>=2.0", "langchain>=1.0,<2"],
     "crewai": [],
     "semantic_kernel": ["httpx"],
 }

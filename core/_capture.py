@@ -77,21 +77,20 @@ def set_limits(new: Limits) -> None:
 
 
 ENV_CAPTURE_CONTENT: Final = "OPENPROGRAM_CAPTURE_CONTENT"
-_content: bool | None = None  # configured, else read from the environment when first needed
+_content: bool | None = None  # configured; None: the environment decides, read at each use
 
 
 def content_captured() -> bool:
     """Whether inputs, outputs and message text are written: the configured choice, else
     ``OPENPROGRAM_CAPTURE_CONTENT`` (``false``, ``0``, ``no``, ``off`` turn it off), else True."""
-    global _content
-    if _content is None:
-        value = os.environ.get(ENV_CAPTURE_CONTENT)
-        _content = value is None or value.strip().lower() not in ("false", "0", "no", "off")
-    return _content
+    if _content is not None:
+        return _content
+    value = os.environ.get(ENV_CAPTURE_CONTENT)
+    return value is None or value.strip().lower() not in ("false", "0", "no", "off")
 
 
 def set_content_capture(captured: bool | None) -> None:
-    """Capture content (True), or not (False), or leave it to the environment (None: read it again)."""
+    """Capture content (True), or not (False), or leave it to the environment (None)."""
     global _content
     _content = captured
 

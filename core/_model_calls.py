@@ -17,18 +17,18 @@ even built: the call keeps its model, usage, status and timing.
 
 from __future__ import annotations
 
-import contextvars
 import json
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ._capture import content_captured, mapping_json
-from ._context import NoSessionError, call_var
+from ._capture import capture_json, content_captured, mapping_json
+from ._context import NoSessionError, call_var, session_var
 from ._guard import log_once
 from ._later import LaterCall
-from ._record import ATTRIBUTES, begin_call
+from ._record import ATTRIBUTES, CALL_ID, SESSION, begin_call, inflight, queue
 from ._scopes import resolve
 
 __all__ = ["ModelCall", "ModelStream", "message", "model_inputs", "reply", "role", "tool_call", "usage"]
@@ -47,12 +47,10 @@ _ROLES = {
     "function": "tool",
 }
 
-# The client whose request is being recorded, with its call's id: a request that the same
+# The client of each request being recorded, by the request's call id: a request that the same
 # client makes again inside it (a ``stream()`` falling back to ``invoke()``, a subclass's
 # ``call`` calling ``super().call``) is the same request, not a second one.
-_requesting: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
-    "openprogram.model_request", default=None
-)
+_clients: dict[Any, int] = {}
 
 
 def role(raw: Any) -> str:
@@ -163,13 +161,12 @@ def _attributes_prefix(name: str, provider: Any, stream: bool) -> str:
 class ModelCall(LaterCall):
     """One request to a chat model: begun under the current call, current inside ``with call.current():``."""
 
-    __slots__ = ("_client", "_client_tokens", "_prefix")
+    __slots__ = ("_entered", "_prefix")
 
     def __init__(self, rec: tuple[Any, ...], framework: str) -> None:
         super().__init__(rec, framework)
         self._prefix = "{"
-        self._client: int | None = None
-        self._client_tokens: list[Token[tuple[int, Any] | None]] = []
+        self._entered: list[tuple[Token[Any], Token[Any]]] = []  # one per ``with call:`` open
 
     @classmethod
     def request(
@@ -188,8 +185,7 @@ class ModelCall(LaterCall):
         is captured, under the guard. Not recorded: no session under the policy, or a request the
         same ``client`` makes again inside its own (a fallback path of one request).
         """
-        current = _requesting.get()
-        if current is not None and client is not None and current[0] == id(client) and current[1] == call_var.get():
+        if client is not None and _clients and _clients.get(call_var.get()) == id(client):
             return None
         captured: dict[str, Any] | None = None
         if inputs is not None and content_captured():
@@ -210,20 +206,31 @@ class ModelCall(LaterCall):
         except Exception as exc:
             log_once(framework, f"beginning a request to {name!r}", exc)
             return None
-        call._client = None if client is None else id(client)
+        if client is not None:
+            _clients[call.rec[CALL_ID]] = id(client)
         call._prefix = prefix
         return call
 
     def __enter__(self) -> ModelCall:
-        super().__enter__()
-        if self._client is not None:
-            self._client_tokens.append(_requesting.set((self._client, self.call_id)))
+        rec = self.rec
+        call_id = rec[CALL_ID]
+        self._entered.append((session_var.set(rec[SESSION]), call_var.set(call_id)))
         return self
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._client is not None and self._client_tokens:
-            _requesting.reset(self._client_tokens.pop())
-        super().__exit__(et, exc, tb)
+        s_token, c_token = self._entered.pop()
+        call_var.reset(c_token)  # a ``with`` block leaves in the context it entered
+        session_var.reset(s_token)
+
+    def end(
+        self,
+        exc: BaseException | None = None,
+        output: Any = None,
+        attributes: dict[str, Any] | None = None,
+        status: str | None = None,
+    ) -> None:
+        _clients.pop(self.rec[CALL_ID], None)
+        super().end(exc, output, attributes, status)
 
     def answered(self, output: dict[str, Any] | None, token_usage: dict[str, int] | None = None) -> None:
         """End the call with the model's reply (dropped while content is not captured) and its usage."""
@@ -247,7 +254,15 @@ class ModelCall(LaterCall):
                                   if key in _USAGE_KEYS)  # fmt: skip
             text = self._prefix + ',"usage":{' + counts + "}}"  # the prefix holds the model, at least
             self.rec = self.rec[:ATTRIBUTES] + (text,) + self.rec[ATTRIBUTES + 1 :]
-        self.end(exc, output, None, status)
+        if exc is not None or status is not None or self.ended:
+            self.end(exc, output, None, status)
+            return
+        # end_call(), inlined for the common case (a request answered): capture_json never raises.
+        self.ended = True
+        rec = self.rec
+        _clients.pop(rec[CALL_ID], None)
+        if inflight.pop(rec[CALL_ID], None) is not None:
+            queue.extend(rec + ("ok", None if output is None else (capture_json(output),), None, time.time()))
 
 
 class ModelStream(ModelCall):

@@ -22,12 +22,13 @@ import contextvars
 import functools
 import operator
 from collections.abc import AsyncGenerator, Callable, Generator
-from typing import Any, TypeVar, cast
+from types import TracebackType
+from typing import Any, Protocol, TypeVar, cast
 
-from ._later import StreamCall
 from ._propagation import close_inner, drive_async_generator, drive_generator
 
 __all__ = [
+    "SteppedCall",
     "async_frameless_steps_in_current_context",
     "async_steps_in_context",
     "async_steps_in_current_context",
@@ -40,6 +41,17 @@ __all__ = [
 
 Y = TypeVar("Y")
 R = TypeVar("R")
+
+
+class SteppedCall(Protocol):
+    """A call kept open over a stream (a ``StreamCall``, a ``ModelStream``): current inside ``with``,
+    given each item, finished with the stream's outcome."""
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None: ...
+    def add(self, item: Any) -> None: ...
+    def finish(self, exc: BaseException | None) -> None: ...
+
 
 steps_in_context = drive_generator
 """``steps_in_context(gen, context)``: every step of ``gen`` runs inside ``context``."""
@@ -58,7 +70,7 @@ def async_steps_in_current_context(agen: AsyncGenerator[Y, Any]) -> AsyncGenerat
     return drive_async_generator(agen, contextvars.copy_context())
 
 
-def steps_under_call(gen: Generator[Y, Any, Any], call: StreamCall) -> Generator[Y, Any, Any]:
+def steps_under_call(gen: Generator[Y, Any, Any], call: SteppedCall) -> Generator[Y, Any, Any]:
     """Iterate ``gen`` with ``call`` current around each step; each item is added to the call, which ends with it."""
     method: Callable[[Any], Y] = gen.send
     arg: Any = None
@@ -87,7 +99,7 @@ def steps_under_call(gen: Generator[Y, Any, Any], call: StreamCall) -> Generator
             method, arg = gen.throw, exc
 
 
-async def async_steps_under_call(agen: AsyncGenerator[Y, Any], call: StreamCall) -> AsyncGenerator[Y, Any]:
+async def async_steps_under_call(agen: AsyncGenerator[Y, Any], call: SteppedCall) -> AsyncGenerator[Y, Any]:
     """The async twin of :func:`steps_under_call`."""
     method: Callable[[Any], Any] = agen.asend
     arg: Any = None

@@ -8,8 +8,8 @@ from C so that LangGraph's warnings name the caller's line; their ``graph`` call
 run's loop entered to the run's end reported to its callback manager. Nodes: ``run_with_retry`` /
 ``arun_with_retry`` as bound in ``langgraph.pregel._runner`` (every node, ``Send``, subgraph,
 ``@task``, ``ToolNode``; each attempt under a ``RetryPolicy``: :mod:`.langgraph_retries`). Tools:
-``BaseTool.run`` / ``arun``. Interrupts and resumes, static breakpoints and cache hits are recorded
-too (the last two by hooks on the loops of the runs that have them).
+``BaseTool.run`` / ``arun``. Chat model requests: :mod:`.langchain_models`. Interrupts and resumes,
+static breakpoints and cache hits are recorded too (the last two by hooks on the loops of the runs that have them).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from openprogram._kit import (
     wraps_like,
 )
 
+from .langchain_models import CHAT_MODEL_TARGETS
 from .langgraph_retries import NodeCalls, attempts_for
 
 __all__ = ["LangGraphIntegration"]
@@ -49,7 +50,7 @@ FRAMEWORK = "langgraph"
 
 
 class LangGraphIntegration(Integration):
-    """Records LangGraph graph runs, nodes/tasks, interrupts and LangChain tools."""
+    """Records LangGraph graph runs, nodes/tasks, interrupts, LangChain tools and chat model requests."""
 
     identifier: ClassVar[str] = "langgraph"
     framework: ClassVar[str] = FRAMEWORK
@@ -69,6 +70,7 @@ class LangGraphIntegration(Integration):
             Target("langgraph.pregel._runner", "arun_with_retry", _wrap_arun_with_retry),
             Target("langchain_core.tools:BaseTool", "run", _wrap_tool_run),
             Target("langchain_core.tools:BaseTool", "arun", _wrap_tool_arun),
+            *CHAT_MODEL_TARGETS,
         ]
 
     def setup(self) -> None:
@@ -140,15 +142,10 @@ class _GraphStart:
         # Inside a session: binds the thread to it. Outside: the thread's session (opened silently).
         self.entry = None if thread_id is None else run_session(FRAMEWORK, f"graph {name!r}", thread_id, log=False)
         inp = _input_of(args, kwargs)
-        self.resume: Any = None
-        if _command_type is not None and isinstance(inp, _command_type):
-            self.resume = getattr(inp, "resume", None)
-        attributes: dict[str, Any] = {}
-        if thread_id is not None:
-            attributes["thread_id"] = str(thread_id)
-        checkpoint_ns = configurable.get("checkpoint_ns")
-        if checkpoint_ns:
-            attributes["checkpoint_ns"] = checkpoint_ns
+        self.resume: Any = inp.resume if _command_type is not None and isinstance(inp, _command_type) else None
+        attributes: dict[str, Any] = {} if thread_id is None else {"thread_id": str(thread_id)}
+        if configurable.get("checkpoint_ns"):
+            attributes["checkpoint_ns"] = configurable["checkpoint_ns"]
         self.scope = call_scope("graph", name, framework=FRAMEWORK, inputs={"input": inp}, attributes=attributes)
         self.graph, self.config = graph, config
         self.run = _Run(_run_var.get())
@@ -162,8 +159,8 @@ class _GraphStart:
             self.scope.enter()
             self.token = _run_var.set(self.run)
 
-    def _close(self, exc: BaseException | None) -> bool:
-        """End the ``graph`` call; True the first time (the thread's session is left by the caller)."""
+    def _close(self, exc: BaseException | None, output: Any) -> bool:
+        """End the ``graph`` call with the run's output; True the first time (the caller leaves the session)."""
         if self.ended:
             return False
         self.ended = True
@@ -173,19 +170,20 @@ class _GraphStart:
                     _run_var.reset(self.token)
             if exc is not None and isinstance(exc, _parent_command):
                 self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
+            self.scope.set_output(output)  # the final state, an @entrypoint's return value
             # A pause or a hand-off passing through is registered control flow: not an error.
             self.scope.exit(exc, "interrupted" if exc is None and self.run.interrupted else None)
             for hook in ("on_chain_end", "on_chain_error"):  # the run manager is left as LangGraph made it
                 vars(self.manager).pop(hook, None)
         return self.entered
 
-    def end(self, exc: BaseException | None) -> None:
-        if self._close(exc) and self.entry is not None:
+    def end(self, exc: BaseException | None, output: Any = None) -> None:
+        if self._close(exc, output) and self.entry is not None:
             with guarded(FRAMEWORK, "stream (leaving the thread's session)"):
                 self.entry.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
 
-    async def aend(self, exc: BaseException | None) -> None:
-        if self._close(exc) and self.entry is not None:
+    async def aend(self, exc: BaseException | None, output: Any = None) -> None:
+        if self._close(exc, output) and self.entry is not None:
             with guarded(FRAMEWORK, "astream (leaving the thread's session)"):
                 await self.entry.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
 
@@ -243,7 +241,7 @@ def _hook_end(manager: Any, start: _GraphStart, asynchronous: bool) -> None:
 
         async def aon_chain_end(outputs: Any, **kwargs: Any) -> None:
             await on_end(outputs, **kwargs)
-            await start.aend(None)
+            await start.aend(None, outputs)
 
         async def aon_chain_error(error: BaseException, **kwargs: Any) -> None:
             try:
@@ -256,7 +254,7 @@ def _hook_end(manager: Any, start: _GraphStart, asynchronous: bool) -> None:
 
         def on_chain_end(outputs: Any, **kwargs: Any) -> Any:
             result = on_end(outputs, **kwargs)
-            start.end(None)
+            start.end(None, outputs)
             return result
 
         def on_chain_error(error: BaseException, **kwargs: Any) -> Any:

@@ -1,7 +1,7 @@
 """The LangGraph part of ``openprogram demo``: an offline ReAct agent with parallel tools and one interrupt.
 
-A scripted chat model asks for three tools at once (run in parallel by a
-``ToolNode``), the agent loops back, and a review node pauses with
+A scripted chat model (each request an ``llm`` call with its token usage) asks
+for three tools at once (run in parallel by a ``ToolNode``), the agent loops back, and a review node pauses with
 ``interrupt()``; the demo answers with ``Command(resume=...)`` on the same
 thread, so both runs land in the demo's session.
 """
@@ -20,6 +20,7 @@ def _build_graph() -> Any:
     from typing import Annotated, TypedDict
 
     import openprogram
+    from langchain_core.language_models import LangSmithParams
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, AnyMessage
     from langchain_core.tools import tool
@@ -46,7 +47,15 @@ def _build_graph() -> Any:
         handle = openprogram.require_current_session()
         return f"noted in session {handle.session_id}: {text}"
 
-    model = GenericFakeChatModel(
+    class DemoChatModel(GenericFakeChatModel):
+        """Scripted replies, reported as a provider's model reports them: a name and token usage."""
+
+        model_name: str = "demo-chat"
+
+        def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+            return LangSmithParams(ls_provider="offline", ls_model_name=self.model_name, ls_model_type="chat")
+
+    model = DemoChatModel(
         messages=iter(
             [
                 AIMessage(
@@ -57,8 +66,14 @@ def _build_graph() -> Any:
                         {"name": "note", "args": {"text": "compare Paris and Oslo"}, "id": "call-3",
                          "type": "tool_call"},
                     ],
+                    usage_metadata={"input_tokens": 9, "output_tokens": 42, "total_tokens": 51},
+                    response_metadata={"finish_reason": "tool_calls"},
                 ),
-                AIMessage("Paris is sunny (21C); Oslo has 710,000 people."),
+                AIMessage(
+                    "Paris is sunny (21C); Oslo has 710,000 people.",
+                    usage_metadata={"input_tokens": 88, "output_tokens": 12, "total_tokens": 100},
+                    response_metadata={"finish_reason": "stop"},
+                ),
             ]
         )
     )  # fmt: skip
