@@ -3,7 +3,8 @@
 An adapter is one :class:`Integration` subclass. It names its framework
 (``identifier``, ``distribution``, ``extra``, the ``trigger`` module whose import
 enables it) and returns its :class:`Target` table from :meth:`Integration.targets`:
-rows of (owner, attribute, wrap). The base checks the installed version against
+rows of (owner, attribute, wrap); a row with ``overrides=True`` also wraps the attribute
+on every subclass of the owner that defines its own (:mod:`._overrides`). The base checks the installed version against
 the floor declared once, in openprogram's extras metadata; waits for the trigger
 module to be imported; applies each row when its owner's module is imported;
 and restores exactly what it replaced. Applying twice wraps once.
@@ -23,13 +24,14 @@ from typing import Any, ClassVar
 
 from ._guard import log_once
 from ._import_hooks import when_imported
+from ._overrides import MISSING as _MISSING
+from ._overrides import ORIGINAL, Overrides, hook_new_subclasses
+from ._overrides import function_of as _function_of
+from ._overrides import rewrap as _rewrap
 
 __all__ = ["ORIGINAL", "DidNotEnable", "Integration", "Target", "lowest_supported", "version_tuple"]
 
 logger = logging.getLogger("openprogram")
-
-ORIGINAL = "__openprogram_original__"
-"""Set on every replacement the kit installs: the callable it replaced (and the mark that it is ours)."""
 
 Wrap = Callable[[Callable[..., Any], "Integration"], Callable[..., Any]]
 """Makes the replacement of ``original`` for ``integration``."""
@@ -44,12 +46,17 @@ class Target:
     """One patch: ``owner`` is ``"module:Class"`` (a class attribute) or ``"module"`` (a module attribute).
 
     A target whose module is never imported, or whose attribute this version of the
-    framework lacks, is skipped.
+    framework lacks, is skipped. ``overrides=True`` (a class owner): the attribute is also
+    wrapped on every subclass that defines its own, now and when one is defined later, and
+    restored on each; ``skip_owner=True`` leaves the owner's own definition alone (an abstract
+    or raising base). See :mod:`openprogram._overrides`.
     """
 
     owner: str
     attribute: str
     wrap: Wrap
+    overrides: bool = False
+    skip_owner: bool = False
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -89,7 +96,7 @@ def lowest_supported(distribution: str, extra: str) -> str | None:
     return None
 
 
-_MISSING: Any = object()
+_CLASS_HOOK = "__init_subclass__"  # what every class definition calls on its bases: where later subclasses are met
 
 
 @dataclasses.dataclass
@@ -121,6 +128,7 @@ class Integration:
         self.active = False
         self._lock = threading.RLock()
         self._patches: list[_Patch] = []
+        self._overrides: dict[type, Overrides] = {}  # by owner class: its override rows and what they patched
         self._cancels: list[Callable[[], None]] = []
         self._armed = False
 
@@ -178,8 +186,7 @@ class Integration:
                     self.teardown()
                 except Exception:
                     log_once(self.identifier, "teardown")
-            while self._patches:
-                self._restore(self._patches.pop())
+            self._restore_all()
 
     def _enable(self, module: ModuleType) -> None:
         with self._lock:
@@ -191,8 +198,7 @@ class Integration:
                     self._cancels.append(when_imported(module_name, self._applier(target)))
                 self.setup()
             except BaseException:
-                while self._patches:
-                    self._restore(self._patches.pop())
+                self._restore_all()
                 raise
             self.active = True
 
@@ -213,6 +219,9 @@ class Integration:
         except AttributeError:
             logger.debug("openprogram: %s: %s is not in this version; not patched", self.identifier, target.owner)
             return
+        if target.overrides:
+            self._apply_overrides(target, owner)
+            return
         own = owner.__dict__.get(target.attribute, _MISSING)
         current = own if own is not _MISSING else _inherited(owner, target.attribute)
         if current is _MISSING:
@@ -223,12 +232,54 @@ class Integration:
             return  # ours already
         try:
             replacement = _rewrap(current, lambda fn: target.wrap(fn, self))
+            if _function_of(replacement) is _function_of(current):
+                return  # the wrap leaves this definition alone
             setattr(_function_of(replacement), ORIGINAL, _function_of(current))
             setattr(owner, target.attribute, replacement)
         except Exception:
             log_once(self.identifier, f"patching {target.owner}.{target.attribute}")
             return
         self._patches.append(_Patch(owner, target.attribute, own))
+
+    def _apply_overrides(self, target: Target, owner: Any) -> None:
+        if not isinstance(owner, type):
+            log_once(self.identifier, f"patching {target.owner}: overrides of a module attribute")
+            return
+        overrides = self._overrides.get(owner)
+        if overrides is None:
+            overrides = self._overrides[owner] = Overrides(owner, lambda what: log_once(self.identifier, what))
+            self._hook_new_subclasses(overrides)
+        overrides.add(target.attribute, lambda fn: target.wrap(fn, self), target.skip_owner)
+
+    def _hook_new_subclasses(self, overrides: Overrides) -> None:
+        """Set the owner's ``__init_subclass__`` so that a subclass defined later gets the rows too."""
+        owner = overrides.owner
+        own = owner.__dict__.get(_CLASS_HOOK, _MISSING)
+        current = own if own is not _MISSING else _inherited(owner, _CLASS_HOOK)
+        if hasattr(_function_of(own), ORIGINAL):
+            return  # ours already: the integration that set it patches the classes defined later
+
+        def patch_new_class(cls: type) -> None:
+            if self._armed:
+                try:
+                    overrides.patch(cls)
+                except Exception:
+                    log_once(self.identifier, f"patching {cls.__qualname__}")
+
+        try:
+            hook = hook_new_subclasses(owner, patch_new_class)
+            setattr(_function_of(hook), ORIGINAL, _function_of(current))
+            setattr(owner, _CLASS_HOOK, hook)
+        except Exception:
+            log_once(self.identifier, f"hooking the subclasses of {owner.__qualname__}")
+            return
+        self._patches.append(_Patch(owner, _CLASS_HOOK, own))
+
+    def _restore_all(self) -> None:
+        while self._overrides:
+            self._overrides.popitem()[1].restore()
+        while self._patches:
+            self._restore(self._patches.pop())
 
     def _restore(self, patch: _Patch) -> None:
         try:
@@ -245,16 +296,3 @@ def _inherited(owner: Any, attribute: str) -> Any:
         if attribute in klass.__dict__:
             return klass.__dict__[attribute]
     return _MISSING
-
-
-def _function_of(value: Any) -> Any:
-    return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-
-
-def _rewrap(current: Any, wrap: Callable[[Any], Any]) -> Any:
-    """Wrap the function inside a static or class method, keeping the descriptor."""
-    if isinstance(current, staticmethod):
-        return staticmethod(wrap(current.__func__))
-    if isinstance(current, classmethod):
-        return classmethod(wrap(current.__func__))
-    return wrap(current)

@@ -3,7 +3,8 @@
 Adapters import from here and from the public API only (see CONTRIBUTING.md,
 "The adapter kit"):
 
-- :class:`Integration` and :class:`Target` — the adapter and its table of patches;
+- :class:`Integration` and :class:`Target` — the adapter and its table of patches (a row
+  with ``overrides=True`` also patches every subclass's own definition);
 - :func:`recorded` — the one wrapper recording each call of a framework method;
 - :func:`guarded` / :func:`log_once` — the one guard for the adapter's own code;
 - :class:`LaterCall`, :class:`StreamCall`, :class:`CallsByKey` — calls that outlive

@@ -20,9 +20,10 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ._capture import PRECAPTURED, capture_json
 from ._context import SessionHandle, call_var, reset_var, session_var
 from ._guard import log_once
-from ._record import CALL_ID, KIND, NAME, SESSION, end_call
+from ._record import CALL_ID, KIND, KWARGS, NAME, NAMES, SESSION, end_call, inflight
 from ._scopes import Opened, detach_call, open_call
 
 __all__ = ["CallsByKey", "LaterCall", "StreamCall"]
@@ -78,6 +79,21 @@ class LaterCall:
     def handle(self) -> SessionHandle:
         handle: SessionHandle = self.rec[SESSION]
         return handle
+
+    def set_inputs(self, inputs: Any) -> None:
+        """The call's inputs, known only after it began (captured now, as at its begin); until it ends.
+
+        For a call ended through :meth:`end` (a ``LaterCall.of`` call left to its block keeps its begin's).
+        """
+        if self.ended:
+            return
+        try:
+            names, args = (None, None) if inputs is None else (PRECAPTURED, capture_json(inputs))
+            self.rec = self.rec[:NAMES] + (names, args, None) + self.rec[KWARGS + 1 :]
+            if self.rec[CALL_ID] in inflight:
+                inflight[self.rec[CALL_ID]] = self.rec  # what a flush writes of a running call
+        except Exception as error:
+            log_once(self.framework, f"the inputs of {self.rec[KIND]} {self.rec[NAME]!r}", error)
 
     def current(self) -> LaterCall:
         """``with call.current():`` — the call and its session are current inside the block, restored after."""

@@ -1,8 +1,10 @@
-"""CrewAI adapter: crew -> task -> agent -> tool (and flow -> method) in the session DAG.
+"""CrewAI adapter: crew -> task -> agent -> llm / tool (and flow -> method) in the session DAG.
 
-After :func:`openprogram.instrument`, every crew, task, agent, flow and tool —
-including those built before it — records into the current session, and the
-current session is visible inside every tool, on every way CrewAI runs.
+After :func:`openprogram.instrument`, every crew, task, agent, flow, model request
+and tool — including those built before it — records into the current session, and
+the current session is visible inside every tool, on every way CrewAI runs. Model
+requests are recorded by :mod:`openprogram.integrations.crewai_models`. A flow
+records its kickoff inputs, and each flow method its return value (a router's route).
 
 Tool calls come from CrewAI's global before/after tool-call hooks, which run inside
 the functions executing one tool call (``execute_tool_and_check_finality``, the
@@ -43,6 +45,8 @@ from openprogram._kit import (
     steps_in_current_context,
 )
 from openprogram._kit import last_run_session_id as _last_run_session_id
+
+from .crewai_models import MODEL_TARGETS
 
 __all__ = ["CrewAIIntegration", "last_run_session_id"]
 
@@ -87,7 +91,7 @@ class CrewAIIntegration(Integration):
         for_each = recorded("crew", _describe_for_each, output=_output_of, run_session=_for_each_run)
         task = recorded("task", _describe_task, output=_output_of, run_session=_bind_execution)
         agent = recorded("agent", _describe_agent_task, output=_output_of, run_session=_bind_execution)
-        flow = recorded("flow", _describe_flow, output=_output_of, run_session=_flow_run)
+        flow = recorded("flow", _describe_flow, output=_flow_output, run_session=_flow_run)
         return [
             Target(_CREW, "kickoff", _binding_streams(crew)),
             Target(_CREW, "akickoff", _binding_streams(crew)),
@@ -103,11 +107,12 @@ class CrewAIIntegration(Integration):
             Target(_AGENT, "kickoff_async", _agent_kickoff(awaited=True)),
             Target(_FLOW, "kickoff", _binding_streams()),  # runs kickoff_async, recorded there
             Target(_FLOW, "kickoff_async", _binding_streams(flow)),
-            Target(_FLOW, "_execute_method", recorded("call", _describe_method, output=_output_of)),
+            Target(_FLOW, "_execute_method", recorded("call", _describe_method, output=_method_output)),
             *(Target(owner, name, _tool_run) for owner in _TOOLS for name in ("run", "arun")),
             Target(_STRUCTURED, "invoke", _tool_run),
             Target(_STRUCTURED, "ainvoke", _structured_ainvoke),
             *(Target(owner, name, _tool_execution) for owner, names in _TOOL_EXECUTIONS.items() for name in names),
+            *MODEL_TARGETS,
         ]
 
     def setup(self) -> None:
@@ -227,7 +232,18 @@ def _output_of(result: Any) -> Any:
     return None
 
 
-def _crew_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _flow_output(value: Any) -> Any:
+    """What a flow or flow method returned: a crew's or an agent's output as its text, anything else as it is."""
+    raw = getattr(value, "raw", None)
+    return raw if isinstance(raw, str) else value
+
+
+def _method_output(result: Any) -> Any:
+    """A flow method's return value (``_execute_method`` returns it with its finished event's id)."""
+    return _flow_output(result[0] if isinstance(result, tuple) and len(result) == 2 else result)
+
+
+def _kickoff_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     inputs = kwargs.get("inputs", args[0] if args else None)
     return {"inputs": inputs} if inputs else None
 
@@ -253,7 +269,7 @@ def _in_event_loop() -> bool:
 def _describe_crew(crew: Any, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
     if getattr(crew, "stream", False):
         return None  # the run happens later, in CrewAI's worker, which calls kickoff again
-    return _crew_name(crew), _crew_inputs(args, kwargs)
+    return _crew_name(crew), _kickoff_inputs(args, kwargs)
 
 
 def _describe_for_each(crew: Any, inputs: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any]:
@@ -273,7 +289,7 @@ def _describe_agent_task(agent: Any, task: Any = None, *args: Any, **kwargs: Any
 def _describe_flow(flow: Any, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:
     if _is_internal(flow) or getattr(flow, "stream", False):
         return None
-    return _flow_name(flow), None
+    return _flow_name(flow), _kickoff_inputs(args, kwargs)
 
 
 def _describe_method(flow: Any, method_name: Any = None, *args: Any, **kwargs: Any) -> tuple[str, Any] | None:

@@ -2,7 +2,9 @@
 
 The flow plans, then kicks off a crew whose first task runs asynchronously and
 whose second task is delegated by one agent to the other; every tool reads the
-current session. The LLM is scripted (no network, no keys) and CrewAI's
+current session, and every model request is an ``llm`` call with its token usage.
+The Writer's model is CrewAI's own OpenAI provider answered by an offline HTTP
+transport, the Lead's a scripted ``BaseLLM`` (no network, no keys); CrewAI's
 telemetry and tracing are switched off before crewai is imported.
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from openprogram import get_current_session
 
-from .crewai_fakes import offline_environment, scripted_llm
+from .crewai_fakes import offline_environment, openai_llm, scripted_llm
 
 __all__ = ["prepare", "run_demo"]
 
@@ -46,7 +48,7 @@ def run_demo(emit: Callable[[str], None]) -> None:
                  "crews": "a crew runs tasks with agents and tools"}  # fmt: skip
         return facts.get(topic, f"nothing known about {topic}")
 
-    writer_llm = scripted_llm([("lookup", {"topic": "crews"})], native=True, final="crews run tasks with agents")
+    writer_llm = openai_llm([("lookup", {"topic": "crews"})], final="crews run tasks with agents")
     lead_llm = scripted_llm(
         [("delegate_work_to_coworker",
           {"task": "explain crews", "context": "one sentence", "coworker": "Writer"})],
@@ -72,3 +74,5 @@ def run_demo(emit: Callable[[str], None]) -> None:
     result: Any = ReportFlow().kickoff()
     emit(f"crewai: flow -> crew (async task, delegation Lead -> Writer): {result}")
     emit(f"crewai: tools ran in session(s): {', '.join(sorted(sessions))}")
+    tokens = sum(llm.get_token_usage_summary().total_tokens for llm in (writer_llm, lead_llm))
+    emit(f"crewai: model requests used {tokens} tokens, each recorded as an llm call with its usage")

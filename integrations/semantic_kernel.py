@@ -9,11 +9,14 @@ was running when it started. The hooks (the table in :meth:`SemanticKernelIntegr
   function-invocation and auto-function-invocation filters are the outermost
   filters of every call stack. Nothing is added to a kernel's filter lists, so
   filters can never be added twice and ``uninstrument()`` leaves no trace.
-- ``ChatCompletionClientBase.get_chat_message_contents`` / ``..._streaming_...``
-  record each chat request not made by a prompt function (agents, direct use)
-  as a ``call`` named ``chat:<model>``. The chat/prompt call — that call, or the
-  prompt function — is the parent of the functions the model asked for; the
-  several calls of one model turn, run concurrently by SK, share it.
+- Every chat service's own ``_inner_get_chat_message_contents`` / ``..._streaming_...``
+  records each request it sends to its model as an ``llm`` call — each round of
+  auto function calling is one (:mod:`.semantic_kernel_models`). The functions
+  the model asked for run after their round's call, under the function or agent
+  that made the request.
+- ``Kernel.invoke_prompt`` / ``invoke_prompt_stream`` build a function with a
+  random name: it is recorded as ``prompt``, begun before it renders (the
+  functions its template calls are its children), its rendered prompt its input.
 - ``ChatCompletionAgent`` (``get_response``, ``invoke``, ``invoke_stream``),
   ``AgentGroupChat`` and orchestrations (``OrchestrationBase.invoke``, ended when
   its result is) record ``agent`` / ``call`` calls.
@@ -40,11 +43,9 @@ import openprogram
 from openprogram._kit import (
     Integration,
     LaterCall,
-    Opened,
     StreamCall,
     Target,
     async_steps_under_call,
-    call_id_of,
     close_call,
     close_inner,
     guarded,
@@ -56,6 +57,8 @@ from openprogram._kit import (
     wraps_like,
 )
 
+from .semantic_kernel_models import MODEL_TARGETS, owning_rounds
+
 __all__ = ["SemanticKernelIntegration"]
 
 FRAMEWORK = "semantic_kernel"
@@ -63,6 +66,8 @@ _AGENT = "semantic_kernel.agents.chat_completion.chat_completion_agent:ChatCompl
 _GROUP_CHAT = "semantic_kernel.agents.group_chat.agent_group_chat:AgentGroupChat"
 _CHAT = "semantic_kernel.connectors.ai.chat_completion_client_base:ChatCompletionClientBase"
 _RUNTIME = "semantic_kernel.agents.runtime.in_process.in_process_runtime"
+_KERNEL = "semantic_kernel.kernel:Kernel"
+PROMPT = "prompt"
 
 
 class SemanticKernelIntegration(Integration):
@@ -76,19 +81,16 @@ class SemanticKernelIntegration(Integration):
 
     def targets(self) -> list[Target]:
         # Each owner is the module defining the class: SK's agent modules load lazily, on first use.
-        chat = recorded("call", _describe_chat, output=_messages_text)
-        chat_stream = recorded("call", _describe_chat, text_of=_chunk_text)
-        agent_stream = recorded("agent", _describe_agent, text_of=_chunk_text)
         return [
             Target("semantic_kernel.filters.kernel_filters_extension:KernelFilterExtension", "construct_call_stack",
                    _wrap_call_stack),
-            Target(_CHAT, "get_chat_message_contents", chat),
-            Target(_CHAT, "get_streaming_chat_message_contents", chat_stream),
-            Target("semantic_kernel.kernel:Kernel", "invoke_stream", _wrap_kernel_stream),
-            Target("semantic_kernel.kernel:Kernel", "invoke_prompt_stream", _wrap_kernel_stream),
+            Target(_CHAT, "get_streaming_chat_message_contents", _wrap_streaming_chat_request),
+            Target(_KERNEL, "invoke_stream", _wrap_kernel_stream),
+            Target(_KERNEL, "invoke_prompt", _wrap_invoke_prompt),
+            Target(_KERNEL, "invoke_prompt_stream", _wrap_prompt_stream),
             Target(_AGENT, "get_response", recorded("agent", _describe_agent, output=_response_text)),
-            Target(_AGENT, "invoke", agent_stream),
-            Target(_AGENT, "invoke_stream", agent_stream),
+            Target(_AGENT, "invoke", recorded("agent", _describe_agent, text_of=_chunk_text)),
+            Target(_AGENT, "invoke_stream", _wrap_agent_stream),
             Target(_GROUP_CHAT, "invoke", _wrap_group_chat),
             Target(_GROUP_CHAT, "invoke_stream", _wrap_group_chat),
             Target("semantic_kernel.agents.orchestration.orchestration_base:OrchestrationBase", "invoke",
@@ -97,6 +99,7 @@ class SemanticKernelIntegration(Integration):
             Target(f"{_RUNTIME}:PublishMessageEnvelope", "__init__", _wrap_envelope_init),
             Target(f"{_RUNTIME}:InProcessRuntime", "_process_send", _wrap_process),
             Target(f"{_RUNTIME}:InProcessRuntime", "_process_publish", _wrap_process),
+            *MODEL_TARGETS,
         ]  # fmt: skip
 
 
@@ -116,17 +119,6 @@ def _function_output(context: Any) -> Any:
     if context.function.is_prompt:
         return str(result)  # the completion text, not the full message objects
     return result.value
-
-
-def _chat_name(service: Any) -> str:
-    return f"chat:{service.ai_model_id}"
-
-
-def _describe_chat(service: Any, chat_history: Any, *args: Any, **kwargs: Any) -> tuple[str, None, str] | None:
-    if openprogram.current_call_id() in _prompt_calls:
-        return None  # the prompt function running it is the chat call
-    service_json = json_string(type(service).__name__)
-    return _chat_name(service), None, f'{{"service":{service_json},"messages":{len(chat_history.messages)}}}'
 
 
 def _describe_agent(agent: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
@@ -168,10 +160,6 @@ def _int_json(value: Any) -> str:
 # model's tool call): read by the function-invocation filter of that very function, cleared
 # for anything it calls in turn.
 _auto_call: ContextVar[tuple[Any, str] | None] = ContextVar("openprogram.sk.auto_call", default=None)
-# Calls of prompt functions now running. A chat request made directly under one is not
-# recorded separately: the prompt function is that chat/prompt call, and the functions the
-# model asks for become its children.
-_prompt_calls: set[str] = set()
 
 
 class _FunctionStream(StreamCall):
@@ -184,15 +172,12 @@ class _FunctionStream(StreamCall):
         self.text_of = _chunk_text
         self.source: Any = None
 
-    def end(self, exc: BaseException | None = None, output: Any = None, *args: Any, **kwargs: Any) -> None:
-        _prompt_calls.discard(self.call_id)
-        super().end(exc, output, *args, **kwargs)
-
 
 def _wrap_call_stack(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     from semantic_kernel.filters.filter_types import FilterTypes
 
     function_type, auto_type = FilterTypes.FUNCTION_INVOCATION, FilterTypes.AUTO_FUNCTION_INVOCATION
+    render_type = FilterTypes.PROMPT_RENDERING
 
     def construct_call_stack(self: Any, filter_type: Any, inner_function: Callable[..., Any]) -> Any:
         if not integration.active:
@@ -211,6 +196,13 @@ def _wrap_call_stack(original: Callable[..., Any], integration: Integration) -> 
                 await _auto_function_filter(context, stack)
 
             return auto_stack
+        prompt = _pending_prompt.get()
+        if filter_type == render_type and prompt is not None and not prompt.rendered:
+
+            async def render_stack(context: Any) -> None:
+                await _render_filter(context, stack, prompt)
+
+            return render_stack
         return stack
 
     return wraps_like(original)(construct_call_stack)
@@ -231,52 +223,51 @@ async def _function_filter(context: Any, next: Callable[[Any], Awaitable[None]])
     # try/except, not guarded(): this runs for every function (a `with` costs three calls).
     try:
         name, arguments, attributes, matched = _describe_function(context)
+        built_by_invoke_prompt = _prompt_requested.get() and context.function.is_prompt
     except Exception as error:
         log_once(FRAMEWORK, "the function-invocation filter (start)", error)
         return await next(context)
+    if built_by_invoke_prompt:
+        return await _prompt_filter(context, next, attributes)
     opened = open_call("function", name, FRAMEWORK, arguments, attributes)  # logs its own errors
     if opened is None:
         return await next(context)
-    call_id = call_id_of(opened)
     if matched:
         _auto_call.set(None)  # what it calls is not the model's tool call (the auto filter's reset restores it)
-    if context.function.is_prompt:
-        _prompt_calls.add(call_id)
     try:
         await next(context)
     except BaseException as exc:
-        _prompt_calls.discard(call_id)
         close_call(opened, exc)
         raise
     output = None
     try:
-        if context.is_streaming and _keep_open_over_stream(context, opened):
+        stream = _stream_returned(context)
+        if stream is not None:
+            _drive_under(_FunctionStream.of(opened, FRAMEWORK, detach=True), context, stream)
             return
         output = _function_output(context)
     except Exception as error:
         log_once(FRAMEWORK, "the function-invocation filter (end)", error)
-    _prompt_calls.discard(call_id)
     close_call(opened, None, output)
 
 
-def _keep_open_over_stream(context: Any, opened: Opened) -> bool:
-    """Hand SK the function's stream driven under its call, which ends with it; False if it returned no stream."""
+def _stream_returned(context: Any) -> Any:
+    """The stream a streaming function returned (SK iterates it after the filter returned), or None."""
+    if not context.is_streaming:
+        return None
     result = context.result
     value = result.value if result is not None else None
-    if not (inspect.isasyncgen(value) or inspect.isgenerator(value)):
-        return False
-    # SK iterates the stream after this filter returns: its steps run under the call.
-    call = _FunctionStream.of(opened, FRAMEWORK, detach=True)
-    if inspect.isasyncgen(value):
-        call.source = async_steps_under_call(value, call)
-    else:
-        call.source = steps_under_call(value, call)
-    result.value = call.source
+    return value if inspect.isasyncgen(value) or inspect.isgenerator(value) else None
+
+
+def _drive_under(call: _FunctionStream, context: Any, stream: Any) -> None:
+    """Hand SK the function's stream driven under its call, which ends with it."""
+    call.source = async_steps_under_call(stream, call) if inspect.isasyncgen(stream) else steps_under_call(stream, call)
+    context.result.value = call.source
     owner = _kernel_stream.get()
     if owner is not None and owner.open:  # the kernel stream's own function (its first step)
         owner.open = False
         owner.stream = call
-    return True
 
 
 async def _auto_function_filter(context: Any, next: Callable[[Any], Awaitable[None]]) -> None:
@@ -302,6 +293,117 @@ async def _auto_function_filter(context: Any, next: Callable[[Any], Awaitable[No
             _auto_call.reset(token)
 
 
+# --- prompts built on the fly (invoke_prompt) ------------------------------------------------------
+
+# True around ``invoke_prompt`` (the first step of ``invoke_prompt_stream``) when it names no
+# function: the function it builds is the first to start, and is recorded as ``prompt``.
+_prompt_requested: ContextVar[bool] = ContextVar("openprogram.sk.prompt_requested", default=False)
+
+
+class _PromptOnTheFly:
+    """The function ``invoke_prompt`` built, while it runs: its call, current while it renders and asks
+    (the functions its template calls and its chat request are its children), given the rendered
+    prompt as input once rendered; a streaming one drives its stream under it."""
+
+    __slots__ = ("call", "function", "rendered")
+
+    def __init__(self, function: Any, call: _FunctionStream) -> None:
+        self.function = function
+        self.call = call
+        self.rendered = False
+
+
+_pending_prompt: ContextVar[_PromptOnTheFly | None] = ContextVar("openprogram.sk.pending_prompt", default=None)
+
+
+def _names_no_function(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``invoke_prompt(prompt, function_name=None, ...)`` builds its function under a random name."""
+    return not (args[1] if len(args) > 1 else kwargs.get("function_name"))
+
+
+def _wrap_invoke_prompt(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    async def invoke_prompt(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not integration.active or not _names_no_function(args, kwargs):
+            return await original(self, *args, **kwargs)
+        token = _prompt_requested.set(True)
+        try:
+            return await original(self, *args, **kwargs)
+        finally:
+            _prompt_requested.reset(token)
+
+    return wraps_like(original)(invoke_prompt)
+
+
+async def _prompt_filter(context: Any, next: Callable[[Any], Awaitable[None]], attributes: str | None) -> None:
+    """The function-invocation filter of the function ``invoke_prompt`` built."""
+    call = _FunctionStream.begin("function", PROMPT, FRAMEWORK, None, attributes)
+    if call is None:
+        return await next(context)
+    pending = _pending_prompt.set(_PromptOnTheFly(context.function, call))
+    requested = _prompt_requested.set(False)
+    try:
+        with call.current():
+            await next(context)
+    except BaseException as exc:
+        call.end(exc)
+        raise
+    finally:
+        _prompt_requested.reset(requested)
+        _pending_prompt.reset(pending)
+    output = None
+    try:
+        stream = _stream_returned(context)
+        if stream is not None:
+            _drive_under(call, context, stream)
+            return
+        output = _function_output(context)
+    except Exception as error:
+        log_once(FRAMEWORK, "the function-invocation filter of a prompt (end)", error)
+    call.end(None, output)
+
+
+async def _render_filter(context: Any, next: Callable[[Any], Awaitable[None]], prompt: _PromptOnTheFly) -> None:
+    """Outermost prompt-rendering filter of ``invoke_prompt``'s function: its input is what was rendered."""
+    await next(context)
+    if context.function is prompt.function and not prompt.rendered:
+        prompt.rendered = True
+        prompt.call.set_inputs({"prompt": context.rendered_prompt})
+
+
+# --- chat requests ----------------------------------------------------------------------------------
+
+
+def _wrap_streaming_chat_request(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    async def get_streaming_chat_message_contents(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        inner = original(self, *args, **kwargs)
+        if integration.active:
+            inner = owning_rounds(inner)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await close_inner(inner)
+
+    return wraps_like(original)(get_streaming_chat_message_contents)
+
+
+def _wrap_agent_stream(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    # SK's agent iterates its chat stream with ``async for``: closed early, it leaves it open.
+    agent_stream = recorded("agent", _describe_agent, text_of=_chunk_text)(original, integration)
+
+    async def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        inner = agent_stream(self, *args, **kwargs)
+        if integration.active:
+            inner = owning_rounds(inner)
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await close_inner(inner)
+
+    return wraps_like(original)(invoke_stream)
+
+
 # --- kernel streams ------------------------------------------------------------------------------
 
 
@@ -322,7 +424,13 @@ class _KernelStream:
 _kernel_stream: ContextVar[_KernelStream | None] = ContextVar("openprogram.sk.kernel_stream", default=None)
 
 
-def _wrap_kernel_stream(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+def _wrap_prompt_stream(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    return _wrap_kernel_stream(original, integration, builds_prompt=True)
+
+
+def _wrap_kernel_stream(
+    original: Callable[..., Any], integration: Integration, builds_prompt: bool = False
+) -> Callable[..., Any]:
     async def invoke_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         agen = original(self, *args, **kwargs)
         owner = _KernelStream(agen) if integration.active else None
@@ -330,15 +438,21 @@ def _wrap_kernel_stream(original: Callable[..., Any], integration: Integration) 
         if owner is not None and outer is not None and outer.open:  # iterated by another kernel stream
             outer.open = False
             outer.nested = owner
+        # invoke_prompt_stream starts the function it built in its first step.
+        prompt_step = owner is not None and builds_prompt and _names_no_function(args, kwargs)
         exc: BaseException | None = None
         try:
             while True:
                 token = _kernel_stream.set(owner)  # around the step only: the consumer's context, as SK runs it
+                requested = _prompt_requested.set(True) if prompt_step else None
                 try:
                     item = await agen.__anext__()
                 except StopAsyncIteration:
                     return
                 finally:
+                    if requested is not None:
+                        _prompt_requested.reset(requested)
+                        prompt_step = False
                     _kernel_stream.reset(token)
                     if owner is not None:
                         owner.open = False
@@ -418,6 +532,8 @@ def _wrap_group_chat(original: Callable[..., Any], integration: Integration) -> 
         else:
             call.chat = id(self)
             inner = async_steps_under_call(agen, call)
+        if integration.active:
+            inner = owning_rounds(inner)  # SK iterates its agents' streams with ``async for``
         try:
             async for item in inner:
                 yield item

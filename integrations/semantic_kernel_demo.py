@@ -1,8 +1,10 @@
-"""``openprogram demo`` for Semantic Kernel: an agent with parallel auto function calls and a two-agent orchestration.
+"""``openprogram demo`` for Semantic Kernel: a streamed prompt, an agent with parallel auto function calls and a
+two-agent orchestration.
 
 Runs offline (a scripted chat service stands in for the model) inside the
-demo's open session; every function, chat request, agent and the orchestration
-land in that session's call DAG.
+demo's open session; every function, model request (one ``llm`` call per round
+of auto function calling), agent and the orchestration land in that session's
+call DAG.
 """
 
 from __future__ import annotations
@@ -56,7 +58,29 @@ def _agent(name: str, instructions: str, calls: list[tuple[str, str, dict[str, A
     )
 
 
+async def _streamed_prompt(emit: Callable[[str], None]) -> None:
+    from semantic_kernel import Kernel
+    from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+    from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
+    from semantic_kernel.functions import KernelArguments
+
+    from .semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+
+    kernel = Kernel()
+    kernel.add_plugin(_travel_plugin(), "travel")
+    kernel.add_service(ScriptedChatService(
+        default_step=tools_then_answer([("travel", "forecast", {"city": "Lisbon"})], "Lisbon: sunny, 19 C.")
+    ))  # fmt: skip
+    settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto(),
+                                                 temperature=0.2)  # fmt: skip
+    text = ""
+    async for chunk in kernel.invoke_prompt_stream("Weather in Lisbon?", arguments=KernelArguments(settings=settings)):
+        text += str(chunk[0]) if isinstance(chunk, list) else str(chunk)
+    emit(f"semantic_kernel streamed prompt (2 model requests, 1 function call): {text.strip()}")
+
+
 async def _main(emit: Callable[[str], None]) -> None:
+    await _streamed_prompt(emit)
     planner = _agent(
         "Planner",
         "Plan a trip.",

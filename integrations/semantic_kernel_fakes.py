@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.completion_usage import CompletionUsage
 from semantic_kernel.connectors.ai.function_calling_utils import update_settings_from_function_call_configuration
 from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
@@ -31,8 +32,9 @@ from semantic_kernel.contents import (
     StreamingTextContent,
     TextContent,
 )
+from semantic_kernel.contents.utils.finish_reason import FinishReason
 
-__all__ = ["ScriptedChatService", "calls_message", "text_message", "tools_then_answer"]
+__all__ = ["ScriptedChatService", "calls_message", "text_message", "token_count", "tools_then_answer"]
 
 Step = Callable[[ChatHistory, PromptExecutionSettings], ChatMessageContent]
 _ids = itertools.count()
@@ -75,10 +77,20 @@ def tools_then_answer(calls: list[tuple[str, str, dict[str, Any]]], answer: str 
     return step
 
 
+def token_count(text: str | None) -> int:
+    """The fake's tokenizer: one token per word."""
+    return len((text or "").split())
+
+
+def _prompt_tokens(chat_history: ChatHistory) -> int:
+    return sum(token_count(str(item)) for m in chat_history.messages for item in m.items)
+
+
 class ScriptedChatService(ChatCompletionClientBase):
     """A chat-completion service that replays a script (see the module docstring)."""
 
     SUPPORTS_FUNCTION_CALLING: ClassVar[bool] = True
+    MODEL_PROVIDER_NAME: ClassVar[str] = "scripted"
 
     script: list[Any] = Field(default_factory=list, exclude=True)
     default_step: Any = Field(default=None, exclude=True)
@@ -108,41 +120,54 @@ class ScriptedChatService(ChatCompletionClientBase):
         step = self.script.pop(0) if self.script else self.default_step
         if step is None:
             step = text_message("default answer")
+        if isinstance(step, BaseException):
+            raise step
         if callable(step):
             step = step(chat_history, settings)
         message: ChatMessageContent = copy.deepcopy(step)
+        calls = any(isinstance(item, FunctionCallContent) for item in message.items)
+        message.finish_reason = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
         return message  # a scripted message may be replayed: never share it with a history
+
+    def _usage(self, chat_history: ChatHistory, message: ChatMessageContent) -> CompletionUsage:
+        completion = sum(token_count(str(item)) for item in message.items)
+        usage = CompletionUsage(prompt_tokens=_prompt_tokens(chat_history), completion_tokens=completion)
+        self.requests[-1]["usage"] = usage
+        return usage
 
     async def _inner_get_chat_message_contents(
         self, chat_history: ChatHistory, settings: PromptExecutionSettings
     ) -> list[ChatMessageContent]:
         message = self._next(chat_history, settings)
         message.ai_model_id = self.ai_model_id
+        message.metadata["usage"] = self._usage(chat_history, message)
         return [message]
 
     async def _inner_get_streaming_chat_message_contents(
         self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
     ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
         message = self._next(chat_history, settings)
+        usage = self._usage(chat_history, message)
         calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
         if calls:
-            yield [
-                StreamingChatMessageContent(
-                    role=AuthorRole.ASSISTANT,
-                    choice_index=0,
-                    items=calls,  # type: ignore[arg-type]
-                    ai_model_id=self.ai_model_id,
-                    function_invoke_attempt=function_invoke_attempt,
-                )
-            ]
-            return
-        for word in (message.content or "").split(" "):
-            yield [
-                StreamingChatMessageContent(
-                    role=AuthorRole.ASSISTANT,
-                    choice_index=0,
-                    items=[StreamingTextContent(choice_index=0, text=word + " ")],
-                    ai_model_id=self.ai_model_id,
-                    function_invoke_attempt=function_invoke_attempt,
-                )
-            ]
+            yield [self._chunk(calls, function_invoke_attempt, finish_reason=message.finish_reason)]
+        else:
+            words = (message.content or "").split(" ")
+            for i, word in enumerate(words):
+                finish_reason = message.finish_reason if i == len(words) - 1 else None
+                text = StreamingTextContent(choice_index=0, text=word + " ")
+                yield [self._chunk([text], function_invoke_attempt, finish_reason=finish_reason)]
+        yield [self._chunk([], function_invoke_attempt, metadata={"usage": usage})]  # as OpenAI's include_usage
+
+    def _chunk(
+        self, items: list[Any], function_invoke_attempt: int, finish_reason: Any = None, metadata: Any = None
+    ) -> StreamingChatMessageContent:
+        return StreamingChatMessageContent(
+            role=AuthorRole.ASSISTANT,
+            choice_index=0,
+            items=items,
+            ai_model_id=self.ai_model_id,
+            finish_reason=finish_reason,
+            metadata=metadata or {"usage": None},
+            function_invoke_attempt=function_invoke_attempt,
+        )

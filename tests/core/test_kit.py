@@ -8,12 +8,14 @@ means pass-through, each shape and the original's metadata are kept.
 
 from __future__ import annotations
 
+import abc
+import functools
 import importlib
 import inspect
 import logging
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,47 @@ Engine.run.marker = "kept"
 
 def function(x):
     return -x
+
+
+class Client:
+    """A base whose subclasses each send their own way."""
+
+    def __init_subclass__(cls, tag=None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.tag = tag  # the framework's own class hook
+
+    def send(self, x):
+        raise NotImplementedError
+
+    def count(self, x):
+        return x
+
+
+class Loud(Client):
+    def send(self, x):
+        return f"loud {x}"
+
+
+class Louder(Loud):
+    def send(self, x):
+        return super().send(x) + "!"
+
+
+class Quiet(Loud):
+    pass
+
+
+class Bare(Client):
+    pass
+
+
+class EchoMixin:
+    def send(self, x):
+        return f"echo {x}"
+
+
+class Echo(EchoMixin, Client):
+    pass
 '''
 
 
@@ -84,6 +127,27 @@ class ToyIntegration(Integration):
         ]
 
 
+sent: list[str] = []  # the definitions of ``send`` / ``count`` that ran through a wrapper, innermost last
+
+
+def _tracing(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def replacement(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if integration.active:
+            sent.append(original.__qualname__)
+        return original(self, *args, **kwargs)
+
+    return replacement
+
+
+class ClientsIntegration(ToyIntegration):
+    def targets(self) -> list[Target]:
+        return [
+            Target("toyframework:Client", "send", _tracing, overrides=True, skip_owner=True),
+            Target("toyframework:Client", "count", _tracing, overrides=True),
+        ]
+
+
 @pytest.fixture
 def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """``toyframework`` on ``sys.path`` (installed as a distribution), not imported yet."""
@@ -103,6 +167,14 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 @pytest.fixture
 def integration(toy: Path) -> Iterator[ToyIntegration]:
     adapter = ToyIntegration()
+    yield adapter
+    adapter.disable()
+
+
+@pytest.fixture
+def clients(toy: Path) -> Iterator[ClientsIntegration]:
+    adapter = ClientsIntegration()
+    sent.clear()
     yield adapter
     adapter.disable()
 
@@ -245,3 +317,233 @@ def test_run_session_binds_inside_a_session_and_opens_one_outside(store: Any) ->
     assert again is not None
     with again as second:
         assert second.session_id == handle.session_id
+
+
+# --- overrides rows: a method patched on a base and on every subclass defining its own ---------------
+
+
+def _own(cls: type, attribute: str) -> Any:
+    return cls.__dict__.get(attribute)
+
+
+def test_overrides_wrap_every_existing_subclass_defining_its_own_and_not_the_skipped_owner(
+    clients: ClientsIntegration,
+) -> None:
+    import toyframework as toy
+
+    before = {cls: _own(cls, "send") for cls in (toy.Client, toy.Loud, toy.Louder)}
+    clients.arm()
+    assert _own(toy.Client, "send") is before[toy.Client]  # skip_owner: its own raises
+    assert getattr(_own(toy.Loud, "send"), ORIGINAL) is before[toy.Loud]
+    assert getattr(_own(toy.Louder, "send"), ORIGINAL) is before[toy.Louder]
+    assert "send" not in toy.Quiet.__dict__  # inherits Loud's, wrapped there
+    assert "send" not in toy.Bare.__dict__  # inherits the owner's, left alone
+    assert hasattr(_own(toy.Client, "count"), ORIGINAL) and "count" not in toy.Loud.__dict__
+    assert toy.Quiet().send(1) == "loud 1" and toy.Quiet().count(2) == 2
+    assert sent == ["Loud.send", "Client.count"]
+
+
+def test_a_subclass_defined_later_is_wrapped_after_the_owners_own_class_hook(clients: ClientsIntegration) -> None:
+    import toyframework as toy
+
+    clients.arm()
+
+    class Later(toy.Louder, tag="later"):
+        def send(self, x: Any) -> Any:
+            return "later " + super().send(x)
+
+    assert Later.tag == "later"  # the owner's own __init_subclass__ ran, with its keyword
+    assert hasattr(_own(Later, "send"), ORIGINAL)
+    assert Later().send(1) == "later loud 1!"
+    assert sent == ["test_a_subclass_defined_later_is_wrapped_after_the_owners_own_class_hook.<locals>.Later.send",
+                    "Louder.send", "Loud.send"]  # fmt: skip  # each definition of a super() chain once
+
+
+def test_a_subclass_with_its_own_class_hook_calling_super_is_still_reached(clients: ClientsIntegration) -> None:
+    import toyframework as toy
+
+    clients.arm()
+
+    class Middle(toy.Client):
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+
+    class Leaf(Middle):
+        def send(self, x: Any) -> Any:
+            return x
+
+    assert hasattr(_own(Leaf, "send"), ORIGINAL)
+
+
+def test_a_method_from_a_mixin_is_wrapped_on_the_class_and_the_mixin_is_left_alone(
+    clients: ClientsIntegration,
+) -> None:
+    import toyframework as toy
+
+    mixin_send = _own(toy.EchoMixin, "send")
+    clients.arm()
+
+    class LaterEcho(toy.EchoMixin, toy.Client):
+        pass
+
+    for cls in (toy.Echo, LaterEcho):
+        assert getattr(_own(cls, "send"), ORIGINAL) is mixin_send, cls
+    assert _own(toy.EchoMixin, "send") is mixin_send  # the mixin may serve other hierarchies
+    assert toy.EchoMixin().send(1) == "echo 1" and sent == []
+    assert toy.Echo().send(2) == "echo 2" and sent == ["EchoMixin.send"]
+    clients.disable()
+    assert "send" not in toy.Echo.__dict__ and "send" not in LaterEcho.__dict__  # the mixin's again
+
+
+def test_an_abstract_definition_is_left_alone_and_its_concrete_override_wrapped(clients: ClientsIntegration) -> None:
+    import toyframework as toy
+
+    clients.arm()
+
+    class Abstract(toy.Client, abc.ABC):
+        @abc.abstractmethod
+        def send(self, x: Any) -> Any: ...
+
+    class Concrete(Abstract):
+        def send(self, x: Any) -> Any:
+            return x
+
+    assert not hasattr(_own(Abstract, "send"), ORIGINAL) and Abstract.__abstractmethods__ == {"send"}
+    assert hasattr(_own(Concrete, "send"), ORIGINAL)
+
+
+def test_disable_restores_every_class_including_those_defined_later_and_patches_new_ones_no_more(
+    clients: ClientsIntegration,
+) -> None:
+    import toyframework as toy
+
+    own_hook = toy.Client.__dict__["__init_subclass__"]
+    existing = {cls: (_own(cls, "send"), _own(cls, "count")) for cls in (toy.Client, toy.Loud, toy.Louder)}
+    clients.arm()
+
+    class Later(toy.Loud):
+        def send(self, x: Any) -> Any:
+            return x
+
+        def count(self, x: Any) -> Any:
+            return -x
+
+    later_send, later_count = _own(Later, "send"), _own(Later, "count")
+    assert hasattr(later_send, ORIGINAL) and hasattr(later_count, ORIGINAL)
+    clients.disable()
+    assert {cls: (_own(cls, "send"), _own(cls, "count")) for cls in existing} == existing
+    assert (_own(Later, "send"), _own(Later, "count")) == (
+        getattr(later_send, ORIGINAL),
+        getattr(later_count, ORIGINAL),
+    )
+    assert toy.Client.__dict__["__init_subclass__"] is own_hook
+
+    class AfterwardsLoud(toy.Loud):
+        def send(self, x: Any) -> Any:
+            return x
+
+    assert not hasattr(_own(AfterwardsLoud, "send"), ORIGINAL) and AfterwardsLoud.tag is None
+    clients.arm()  # again: a class defined while it was off is found
+    assert hasattr(_own(AfterwardsLoud, "send"), ORIGINAL)
+
+
+def test_a_class_hook_the_owner_inherits_is_removed_on_disable(toy: Path) -> None:
+    import toyframework as toy_module
+
+    class Plain:
+        def send(self, x: Any) -> Any:
+            return x
+
+    toy_module.Plain = Plain  # type: ignore[attr-defined]
+
+    class PlainIntegration(ToyIntegration):
+        def targets(self) -> list[Target]:
+            return [Target("toyframework:Plain", "send", _tracing, overrides=True)]
+
+    adapter = PlainIntegration()
+    adapter.arm()
+    try:
+        assert "__init_subclass__" in Plain.__dict__
+
+        class Sub(Plain):
+            def send(self, x: Any) -> Any:
+                return x
+
+        assert hasattr(_own(Sub, "send"), ORIGINAL)
+    finally:
+        adapter.disable()
+    assert "__init_subclass__" not in Plain.__dict__ and not hasattr(_own(Sub, "send"), ORIGINAL)
+
+
+def test_overrides_applied_twice_wrap_once(clients: ClientsIntegration) -> None:
+    import toyframework as toy
+
+    clients.arm()
+    wrapped, hook = _own(toy.Loud, "send"), toy.Client.__dict__["__init_subclass__"]
+    second = ClientsIntegration()
+    second.arm()
+    try:
+        assert _own(toy.Loud, "send") is wrapped and toy.Client.__dict__["__init_subclass__"] is hook
+
+        class Later(toy.Client):
+            def send(self, x: Any) -> Any:
+                return x
+
+        assert Later().send(1) == 1 and len(sent) == 1  # one wrapper, not two
+        assert not hasattr(getattr(_own(Later, "send"), ORIGINAL), ORIGINAL)
+    finally:
+        second.disable()
+
+
+def test_inactive_overrides_pass_straight_through(clients: ClientsIntegration) -> None:
+    import toyframework as toy
+
+    clients.arm()
+    clients.active = False
+
+    class Later(toy.Loud):
+        def send(self, x: Any) -> Any:
+            return super().send(x) + "?"
+
+    assert Later().send(1) == "loud 1?" and toy.Louder().send(2) == "loud 2!"
+    assert sent == []
+    clients.active = True
+    assert Later().send(1) == "loud 1?" and len(sent) == 2  # patched while off, so recorded once on again
+
+
+def test_overrides_rows_record_calls_of_existing_and_later_subclasses(toy: Path, store: Any) -> None:
+    import toyframework as toy_module
+
+    class RecordingClients(ToyIntegration):
+        def targets(self) -> list[Target]:
+            send = recorded("call", lambda self, x: (type(self).__name__, {"x": x}))
+            return [Target("toyframework:Client", "send", send, overrides=True, skip_owner=True)]
+
+    adapter = RecordingClients()
+    adapter.arm()
+    try:
+
+        class Later(toy_module.Client):
+            def send(self, x: Any) -> Any:
+                return x * 10
+
+        with openprogram.session_context(store=store) as h:
+            assert toy_module.Loud().send(1) == "loud 1" and Later().send(2) == 20
+    finally:
+        adapter.disable()
+    assert one(store, h.session_id, "Loud").inputs == {"x": 1}
+    assert one(store, h.session_id, "Later").output == 20
+
+
+def test_a_later_calls_inputs_set_after_it_began_are_recorded_while_running_and_at_its_end(store: Any) -> None:
+    with openprogram.session_context(store=store) as h:
+        call = LaterCall.begin("call", "later", "toy")
+        assert call is not None
+        call.set_inputs({"rendered": "hi"})
+        openprogram.flush()
+        running = one(store, h.session_id, "later")
+        call.end(output="done")
+        call.set_inputs({"too": "late"})  # ended: nothing changes
+    ended = one(store, h.session_id, "later")
+    assert (running.status, running.inputs) == ("running", {"rendered": "hi"})
+    assert (ended.status, ended.inputs, ended.output) == ("ok", {"rendered": "hi"}, "done")

@@ -16,6 +16,7 @@ from crewai.tools.structured_tool import CrewStructuredTool
 from helpers import chain
 from openprogram._kit import ORIGINAL
 from openprogram.integrations import crewai as adapter
+from openprogram.integrations import crewai_models
 from openprogram.integrations.crewai_fakes import scripted_llm
 from openprogram.stores import Store
 
@@ -238,7 +239,8 @@ def test_tool_whose_ctrl_c_or_exit_escapes_crewai_is_interrupted(store: Store, e
             with pytest.raises((KeyboardInterrupt, SystemExit)):
                 _crew(native, [("stops", {"x": "1"})], tools=[Stops()]).kickoff()
         records = calls(store, h.session_id)
-        assert {r.status for r in records if r.kind != "turn"} == {"interrupted"}
+        assert {r.status for r in records if r.kind not in ("turn", "llm")} == {"interrupted"}
+        assert {r.status for r in by_kind(records, "llm")} == {"ok"}  # the request asking for the tool had ended
         assert [t.name for t in by_kind(records, "tool")] == ["stops"]
 
 
@@ -494,6 +496,7 @@ def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: 
     crew = _crew(True)
     with openprogram.session_context(store=store) as h, monkeypatch.context() as patch:
         patch.setattr(adapter, "_short", broken)  # every name the adapter gives a call
+        patch.setattr(crewai_models, "_model_name", broken)  # and a model call
         out = crew.kickoff()
     assert out.raw == "all done" and len(SEEN) == 2
     assert {s.session_id for s in SEEN} == {h.session_id}

@@ -35,14 +35,20 @@ def agent(name: str, city: str, answer: str | None = None, plugin: Weather | Non
 
 
 def check_agent_tree(records: list[Any], agent_name: str, city: str) -> Any:
-    """agent -> chat -> both functions of one model turn; returns the agent call."""
+    """agent -> its model's request, both functions of that model turn, the model again (siblings, in that order)."""
     agent_call = one(records, agent_name)
     assert agent_call.kind == "agent" and agent_call.status == "ok"
-    chats = [r for r in records if r.kind == "call" and r.parent_id == agent_call.call_id]
-    assert len(chats) == 1
-    functions = [r for r in records if r.kind == "function" and r.parent_id == chats[0].call_id]
+    children = [r for r in records if r.parent_id == agent_call.call_id]
+    assert [r.kind for r in children] == ["llm", "function", "function", "llm"], [(r.kind, r.name) for r in children]
+    first, *functions, second = children
     assert sorted((f.name, f.inputs["city"]) for f in functions) == [("weather.forecast", city),
                                                                       ("weather.temperature", city)]  # fmt: skip
+    assert {t["name"] for t in first.output["tool_calls"]} == {"weather-forecast", "weather-temperature"}
+    assert (
+        first.ended_at <= min(f.started_at for f in functions)
+        and max(f.ended_at for f in functions) <= second.started_at
+    )
+    assert second.output["content"] and second.attributes["usage"]["input_tokens"] > 0
     return agent_call
 
 
@@ -97,6 +103,24 @@ async def test_agent_group_chat(store: Any, instrumented: None, streaming: bool)
         while node.parent_id in by_id and node.call_id != group.call_id:
             node = by_id[node.parent_id]
         assert node.call_id == group.call_id
+
+
+async def test_group_chat_stream_closed_early_interrupts_its_agents_model_request_at_once(
+    store: Any, instrumented: None
+) -> None:
+    first = agent("First", "Oslo", answer="one two three four")
+    chat = AgentGroupChat(agents=[first], termination_strategy=_AfterTwo(agents=[first], maximum_iterations=2))
+    async with openprogram.session_context(store=store) as h:
+        await chat.add_chat_message("weather?")
+        stream = chat.invoke_stream()
+        async for _ in stream:
+            break
+        await stream.aclose()
+        openprogram.flush()
+        records = store.list_calls(h.session_id)
+    assert one(records, "AgentGroupChat").status == "interrupted"
+    # the tool-calling round had ended; the answer's round was streaming when the consumer left
+    assert [r.status for r in records if r.kind == "llm"] == ["ok", "interrupted"]
 
 
 def _descends_from(records: list[Any], call: Any, ancestor_id: str) -> bool:
@@ -180,15 +204,21 @@ async def test_two_sessions_sharing_one_runtime_do_not_leak(store: Any, instrume
     assert [r.kind for r in calls(store, starter.session_id)] == ["turn"]
 
 
-async def test_agent_stream_closed_early_is_interrupted(store: Any, instrumented: None) -> None:
+async def test_agent_stream_closed_early_is_interrupted_with_its_model_request(store: Any, instrumented: None) -> None:
     async with openprogram.session_context(store=store) as h:
         stream = agent("Quitter", "Kyiv", answer="one two three four").invoke_stream(messages="weather?")
         async for _ in stream:
             break
         await stream.aclose()
         assert openprogram.current_call_id() == h.root_call_id  # the consumer's context is restored
-    call = one(calls(store, h.session_id), "Quitter")
-    assert call.status == "interrupted"
+        openprogram.flush()
+        # at once: no loop turn, no garbage collection (SK leaves its chat stream open)
+        records = store.list_calls(h.session_id)
+        assert one(records, "Quitter").status == "interrupted"
+        # The round streaming when the consumer left: SK 1.45's agent yields the tool-calling round's
+        # usage chunk (the first item), SK 1.30's only the answer's text.
+        statuses = [r.status for r in records if r.kind == "llm"]
+        assert statuses in (["interrupted"], ["ok", "interrupted"])
 
 
 async def test_agent_stream_closed_early_adds_no_otel_errors_to_sks_own(

@@ -11,6 +11,7 @@ from typing import Any
 import openprogram
 import pytest
 from openprogram.integrations import semantic_kernel as adapter
+from openprogram.integrations import semantic_kernel_models as models
 from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
@@ -131,7 +132,9 @@ async def test_functions_run_concurrently_and_keep_their_own_call(store: Any, in
     assert first.parent_id == one(records, "slow.second").parent_id == prompt.call_id
 
 
-async def test_chat_service_called_directly_is_the_parent(store: Any, instrumented: None) -> None:
+async def test_chat_service_called_directly_records_each_round_then_its_functions_under_the_caller(
+    store: Any, instrumented: None
+) -> None:
     service = ScriptedChatService(script=[calls_message(*THREE_CALLS[:2]), tools_then_answer([], "ok")])
     kernel, _ = make_kernel(service)
     history = ChatHistory()
@@ -140,9 +143,10 @@ async def test_chat_service_called_directly_is_the_parent(store: Any, instrument
     async with openprogram.session_context(store=store) as h:
         await service.get_chat_message_content(history, settings, kernel=kernel)
     records = calls(store, h.session_id)
-    chat = one(records, "chat:scripted-model")
-    assert chat.parent_id == h.turn_id or chat.parent_id == records[0].call_id
-    assert {r.parent_id for r in records if r.kind == "function"} == {chat.call_id}
+    assert [(r.kind, r.parent_id) for r in records[1:]] == [("llm", h.root_call_id)] + [
+        ("function", h.root_call_id)
+    ] * 2 + [("llm", h.root_call_id)]
+    assert not named(records, "chat:scripted-model")
 
 
 async def test_invoke_function_call_directly(store: Any, instrumented: None) -> None:
@@ -315,16 +319,40 @@ async def test_a_nested_kernel_stream_closed_early_ends_at_once_and_others_run_o
     assert [(r.status, r.output["count"]) for r in words] == [("interrupted", 1), ("ok", 5)]
 
 
-async def test_prompt_template_calling_native_function(store: Any, instrumented: None) -> None:
+async def test_invoke_prompt_is_a_prompt_call_parenting_its_template_functions_with_the_rendered_text(
+    store: Any, instrumented: None
+) -> None:
     service = ScriptedChatService(default_step=tools_then_answer([], "templated"))
     kernel, _ = make_kernel(service)
     async with openprogram.session_context(store=store) as h:
         await kernel.invoke_prompt("Forecast: {{weather.forecast city='Lima'}}")
     records = calls(store, h.session_id)
-    fn = one(records, "weather.forecast")
-    prompt = next(r for r in records if r.call_id == fn.parent_id)
-    assert prompt.kind == "function" and fn.inputs == {"city": "Lima"}
-    assert service.requests  # the rendered prompt reached the model
+    fn, prompt = one(records, "weather.forecast"), one(records, "prompt")
+    # the function invoke_prompt built begins before it renders: the template's function runs under it
+    assert prompt.parent_id == h.root_call_id and fn.parent_id == prompt.call_id
+    assert prompt.started_at <= fn.started_at and fn.ended_at <= prompt.ended_at
+    assert fn.inputs == {"city": "Lima"} and prompt.inputs == {"prompt": "Forecast: sunny in Lima"}
+    llm = one(records, "scripted-model", "llm")
+    assert llm.parent_id == prompt.call_id and llm.inputs["messages"][0]["content"] == "Forecast: sunny in Lima"
+
+
+async def test_named_prompt_function_keeps_its_name_arguments_and_template_calls_as_children(
+    store: Any, instrumented: None
+) -> None:
+    service = ScriptedChatService(default_step=tools_then_answer([], "templated"))
+    kernel, _ = make_kernel(service)
+    kernel.add_function(
+        "prompts", function_name="brief", prompt="Forecast for {{$city}}: {{weather.forecast city=$city}}"
+    )
+    async with openprogram.session_context(store=store) as h:
+        await kernel.invoke(plugin_name="prompts", function_name="brief", city="Lima")
+        await kernel.invoke_prompt("Hello", function_name="greet")
+    records = calls(store, h.session_id)
+    brief, fn = one(records, "prompts.brief"), one(records, "weather.forecast")
+    assert brief.inputs == {"city": "Lima"} and fn.parent_id == brief.call_id
+    greet = one(records, "greet")
+    assert greet.kind == "function" and not named(records, "prompt")
+    assert [r.parent_id for r in records if r.kind == "llm"] == [brief.call_id, greet.call_id]
 
 
 async def test_function_exception_reaches_sk_unchanged_and_call_is_error(store: Any, instrumented: None) -> None:
@@ -365,7 +393,7 @@ async def test_instrumentation_errors_never_break_a_kernel(
         raise ValueError("bug in openprogram")
 
     monkeypatch.setattr(adapter, "_function_name", broken)
-    monkeypatch.setattr(adapter, "_chat_name", broken)
+    monkeypatch.setattr(models, "_model_of", broken)
     service = ScriptedChatService(default_step=tools_then_answer(THREE_CALLS, "fine"))
     kernel, weather = make_kernel(service)
     with caplog.at_level(logging.ERROR, logger="openprogram"):
