@@ -6,11 +6,17 @@ taking the messages and returning the reply; the model call through the kit's ``
 translating each message into the one shape as an adapter does (and, apart, handed the messages
 in that shape already, to tell translating from recording). Target: the model call costs no more
 than the tool call.
+
+Timed by default; ``--instructions`` counts instructions under valgrind's callgrind instead
+(each kind in its own process, 0 and 2,000 requests, the difference per request), which this
+noisy machine does not change.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 import tempfile
 from typing import Any
@@ -61,14 +67,27 @@ def as_request() -> dict[str, Any]:
 
 def main() -> dict[str, float]:
     os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="op-bench-"))
-    client = Client()
+    calls = _workload(Client())
+    with openprogram.session_context():
+        calls["tool"](200)  # warm up: the store, the writer, the encoder's caches
+        calls["llm"](200)
+        figures = interleaved({kind: lambda run=run: per_call_ns(run, N, 3) for kind, run in calls.items()}, rounds=5)
+    tool = figures["tool"]
+    print(f"tool call, recorded until durable: {tool / 1000:.1f} us")
+    print(f"llm call, same payload translated into the one shape: {figures['llm'] / 1000:.1f} us "
+          f"({figures['llm'] / tool:.2f}x the tool call)")  # fmt: skip
+    print(f"llm call, payload handed over in the one shape: {figures['llm, shaped'] / 1000:.1f} us "
+          f"({figures['llm, shaped'] / tool:.2f}x the tool call)")  # fmt: skip
+    return figures
+
+
+def _workload(client: Client) -> dict[str, Any]:
+    """Each kind of request as a function of how many to record (then flush)."""
 
     def tool_calls(n: int) -> None:
         for _ in range(n):
             chat(MESSAGES, TOOLS, PARAMS)
         openprogram.flush()
-
-    shaped = as_request()
 
     def model_calls(n: int, inputs: Any = as_request) -> None:
         for _ in range(n):
@@ -81,25 +100,45 @@ def main() -> dict[str, float]:
                           usage(412, 37))  # fmt: skip
         openprogram.flush()
 
+    shaped_inputs = as_request()
+    return {
+        "tool": tool_calls,
+        "llm": model_calls,
+        "llm, shaped": lambda n: model_calls(n, lambda: shaped_inputs),
+    }
+
+
+def _child(kind: str, n: int) -> None:
+    calls = _workload(Client())
     with openprogram.session_context():
-        tool_calls(200)  # warm up: the store, the writer, the encoder's caches
-        model_calls(200)
-        figures = interleaved(
-            {
-                "tool": lambda: per_call_ns(tool_calls, N, 3),
-                "llm": lambda: per_call_ns(model_calls, N, 3),
-                "llm, shaped": lambda: per_call_ns(lambda n: model_calls(n, lambda: shaped), N, 3),
-            },
-            rounds=5,
-        )
-    tool = figures["tool"]
-    print(f"tool call, recorded until durable: {tool / 1000:.1f} us")
-    print(f"llm call, same payload translated into the one shape: {figures['llm'] / 1000:.1f} us "
-          f"({figures['llm'] / tool:.2f}x the tool call)")  # fmt: skip
-    print(f"llm call, payload handed over in the one shape: {figures['llm, shaped'] / 1000:.1f} us "
-          f"({figures['llm, shaped'] / tool:.2f}x the tool call)")  # fmt: skip
-    return figures
+        for run in calls.values():
+            run(50)  # the same warm-up for every count
+        calls[kind](n)
+
+
+def instructions() -> dict[str, float]:
+    """Instructions per request of each kind: callgrind totals at 0 and N requests, differenced."""
+    totals: dict[tuple[str, int], int] = {}
+    for kind in ("tool", "llm", "llm, shaped"):
+        for n in (0, N):
+            out = tempfile.mktemp(prefix="op-llm-cost-", suffix=".out")
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+                       "--child", kind, str(n)]  # fmt: skip
+            subprocess.run(command, check=True, capture_output=True, env=dict(os.environ, PYTHONHASHSEED="0"))
+            with open(out) as f:
+                totals[kind, n] = next(int(m[1]) for line in f if (m := re.match(r"(?:summary|totals): (\d+)", line)))
+            os.unlink(out)
+    per = {kind: (totals[kind, N] - totals[kind, 0]) / N for kind in ("tool", "llm", "llm, shaped")}
+    for kind, count in per.items():
+        print(f"{kind}: {count / 1000:.1f}k instructions a request ({count / per['tool']:.2f}x the tool call)")
+    return per
 
 
 if __name__ == "__main__":
-    main()
+    os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="op-bench-"))
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--instructions"]:
+        instructions()
+    else:
+        main()

@@ -17,6 +17,7 @@ from ._propagation import ContextThreadPoolExecutor, propagate
 from ._scopes import call_scope
 from ._session import export_context, run_with_session, session_context
 from ._tool import tool
+from ._undo import Effect, UndoError, UndoPlan, file_effect, register_undo, undo
 from ._writer import flush, flush_async
 from .stores import CallRecord, SessionInfo, Store, StoreError, open_store
 
@@ -26,6 +27,7 @@ __all__ = [
     "CallRecord",
     "ContextThreadPoolExecutor",
     "DidNotEnable",
+    "Effect",
     "InvalidSessionId",
     "Limits",
     "NoSessionError",
@@ -33,11 +35,14 @@ __all__ = [
     "SessionInfo",
     "Store",
     "StoreError",
+    "UndoError",
+    "UndoPlan",
     "__version__",
     "call_scope",
     "configure",
     "current_call_id",
     "export_context",
+    "file_effect",
     "flush",
     "flush_async",
     "get_current_session",
@@ -46,10 +51,12 @@ __all__ = [
     "instrumented",
     "open_store",
     "propagate",
+    "register_undo",
     "require_current_session",
     "run_with_session",
     "session_context",
     "set_limits",
     "tool",
+    "undo",
     "uninstrument",
 ]

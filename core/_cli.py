@@ -1,4 +1,4 @@
-"""The ``openprogram`` command: ``sessions``, ``show``, ``demo``, ``import``."""
+"""The ``openprogram`` command: ``sessions``, ``show``, ``demo``, ``import``, ``export``, ``undo``, ``ui``."""
 
 from __future__ import annotations
 
@@ -119,6 +119,10 @@ def _label(call: _Drawable, tokens: _Tokens | None = None) -> str:
     text = f"{call.kind} {call.name}{fw} [{call.status}] {_duration(call)}"
     if tokens is not None and (tokens.total or call.kind == "llm"):
         text += f"  {tokens.describe()}"
+    attributes = getattr(call, "attributes", None) if call.kind != "llm" else None
+    if attributes:  # an undoable call's or turn's "effect": "undoable", "undone", "outcome unknown", ...
+        found = json.loads(attributes) if isinstance(attributes, str) else attributes
+        text += f"  ({found['effect']})" if isinstance(found, dict) and found.get("effect") else ""
     if call.error:
         text += f"  !! {call.error.splitlines()[0][:200] if call.error.strip() else call.error}"
     return text
@@ -280,6 +284,25 @@ def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ._otlp_cli import export_command
+
+    return export_command(store, args.session_ids, all_sessions=args.all, since=args.since, endpoint=args.endpoint,
+                          out=out, err=sys.stderr)  # fmt: skip
+
+
+def _cmd_undo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ._undo_cli import run
+
+    return run(store, args, out)
+
+
+def _cmd_ui(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ._viewer import serve
+
+    return serve(store, args.host, args.port, open_browser=not args.no_browser, out=out)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openprogram", description="Sessions recorded by openprogram.")
     parser.add_argument("--store", help="store URL (default: $OPENPROGRAM_STORE or $OPENPROGRAM_HOME/sessions.db)")
@@ -296,6 +319,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="continue this session (append a turn)")
     p = sub.add_parser("import", help="load records spilled while a store was unavailable")
     p.add_argument("file")
+    p = sub.add_parser("export", help="send recorded sessions to a tracing backend")
+    p = p.add_subparsers(dest="format", required=True).add_parser(
+        "otlp", help="as OpenTelemetry spans over OTLP/HTTP (endpoint and headers from OTEL_EXPORTER_OTLP_*)"
+    )
+    p.add_argument("session_ids", nargs="*", metavar="SESSION_ID")
+    p.add_argument("--all", action="store_true", help="every session in the store")
+    p.add_argument("--since", help="sessions updated since a duration ago (30m, 2h, 7d) or a date/time")
+    p.add_argument("--endpoint", help="OTLP/HTTP traces URL (a bare http://host:port gets /v1/traces)")
+    p = sub.add_parser("undo", help="compensate what a session's (or a turn's) tools did, newest first")
+    p.add_argument("session_id")
+    p.add_argument("--turn", dest="turn_id", help="undo this turn only (default: the whole session)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first: it declares the compensations (repeatable)")  # fmt: skip
+    p.add_argument("--unknown", choices=("stop", "undo", "skip"), default="stop",
+                   help="an effect of unknown outcome (its process died mid-call): stop, undo or skip it")  # fmt: skip
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    # "resolve": an option every command may gain later (--store) must not make this parser fail.
+    p = sub.add_parser("ui", help="browse the sessions in a local, read-only web viewer", conflict_handler="resolve")
+    p.add_argument("--store", default=argparse.SUPPRESS, help="store URL (as before the command)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0: any free port)")
+    p.add_argument("--no-browser", action="store_true", help="print the viewer's URL without opening a browser")
     return parser
 
 
@@ -305,7 +351,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")  # fmt: skip
-    commands = {"sessions": _cmd_sessions, "show": _cmd_show, "demo": _cmd_demo, "import": _cmd_import}
+    commands = {"sessions": _cmd_sessions, "show": _cmd_show, "demo": _cmd_demo, "import": _cmd_import,
+                "export": _cmd_export, "undo": _cmd_undo, "ui": _cmd_ui}  # fmt: skip
     try:
         store = open_store(args.store)
         return commands[args.command](store, args, out)

@@ -19,8 +19,8 @@ __all__ = ["run_demo"]
 
 logger = logging.getLogger("openprogram")
 
-#: framework name -> module with ``run_demo(emit)``; run inside the demo's session.
-DEMOS = {name: f"openprogram.integrations.{name}_demo" for name in INTEGRATIONS}
+#: framework name -> module with ``run_demo(emit)`` (the adapter's module + ``_demo``); run inside the demo's session.
+DEMOS = {name: f"{INTEGRATIONS[name].partition(':')[0]}_demo" for name in INTEGRATIONS}
 
 
 @tool
@@ -86,7 +86,7 @@ def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
         emit(f"plain python: {answer}")
         for name, module_name in DEMOS.items():
             if name not in enabled:
-                emit(f"{name}: skipped (pip install 'openprogram[{INTEGRATIONS[name][1]}]')")
+                emit(f"{name}: skipped (not installed)")
                 continue
             module = importlib.import_module(module_name)
             module.run_demo(emit)

@@ -22,9 +22,11 @@ INTEGRATIONS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph:LangGraphIntegration",
     "crewai": "openprogram.integrations.crewai:CrewAIIntegration",
     "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
+    "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
+    "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
 }
 #: other spellings ``instrument()`` accepts
-ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel"}
+ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
 
 _lock = threading.RLock()
 _armed: dict[str, Integration] = {}

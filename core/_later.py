@@ -95,9 +95,12 @@ class LaterCall:
         except Exception as error:
             log_once(self.framework, f"the inputs of {self.rec[KIND]} {self.rec[NAME]!r}", error)
 
-    def current(self) -> LaterCall:
-        """``with call.current():`` — the call and its session are current inside the block, restored after."""
-        return self
+    def current(self) -> _Current:
+        """``with call.current():`` — the call and its session are current inside the block, restored after.
+
+        A new block each time: tasks running concurrently may each make the call current.
+        """
+        return _Current(self.rec)
 
     def __enter__(self) -> LaterCall:
         self._tokens.append((session_var.set(self.rec[SESSION]), call_var.set(self.rec[CALL_ID])))
@@ -123,6 +126,27 @@ class LaterCall:
             end_call(self.rec, exc, output, attributes, status)
         except Exception as error:
             log_once(self.framework, f"ending {self.rec[KIND]} {self.rec[NAME]!r}", error)
+
+
+class _Current:
+    """One ``with call.current():`` block: the tokens it must reset are its own."""
+
+    __slots__ = ("_rec", "_tokens")
+
+    def __init__(self, rec: tuple[Any, ...]) -> None:
+        self._rec = rec
+        self._tokens: tuple[Token[Any], Token[Any]] | None = None
+
+    def __enter__(self) -> _Current:
+        self._tokens = (session_var.set(self._rec[SESSION]), call_var.set(self._rec[CALL_ID]))
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._tokens is not None:
+            s_token, c_token = self._tokens
+            self._tokens = None
+            reset_var(call_var, c_token)
+            reset_var(session_var, s_token)
 
 
 class StreamCall(LaterCall):

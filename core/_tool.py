@@ -3,7 +3,8 @@
 The decorated function keeps its kind (sync, async, generator, async
 generator), name, docstring and signature — minus ``_session``, which callers
 may pass to choose the session explicitly and which never appears in
-``inspect.signature`` or ``__annotations__``.
+``inspect.signature`` or ``__annotations__``. Its ``.undo`` declares its
+compensation, which makes it undoable (see :mod:`openprogram._compensations`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, TypeVar, overload
 
 from . import _ids
 from ._capture import ATOMIC_TYPES, PRECAPTURED, bind_arguments, capture, capture_json, parameter_shape
+from ._compensations import declarer
 from ._context import SessionHandle, call_var, reset_var, session_var
 from ._ids import new_call_id
 from ._record import CALL_ID, SESSION, describe_error, end_call, inflight, queue, status_of
@@ -27,6 +29,9 @@ from ._scopes import resolve
 __all__ = ["tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Makes a tool's wrapper run the given body in place of the decorated function (for ``.undo``).
+Rebind = Callable[[Callable[..., Any]], None]
 
 _MAX_YIELDS = 100
 
@@ -75,14 +80,19 @@ def _decorate(func: F, name: str | None = None) -> F:
 
     # A callable object's kind is its __call__'s (inspect does not look there).
     kind = func if inspect.isroutine(func) or isinstance(func, (type, functools.partial)) else type(func).__call__
+    wrapper: Callable[..., Any]
     if inspect.isasyncgenfunction(kind):
-        wrapper: Callable[..., Any] = _async_generator_wrapper(func, tool_name, names, skip, accepts_session)
+        shape = "async_generator"
+        wrapper, rebind = _async_generator_wrapper(func, tool_name, names, skip, accepts_session)
     elif inspect.isgeneratorfunction(kind):
-        wrapper = _generator_wrapper(func, tool_name, names, skip, accepts_session)
+        shape = "generator"
+        wrapper, rebind = _generator_wrapper(func, tool_name, names, skip, accepts_session)
     elif inspect.iscoroutinefunction(kind):
-        wrapper = _async_wrapper(func, tool_name, names, skip, accepts_session)
+        shape = "coroutine"
+        wrapper, rebind = _async_wrapper(func, tool_name, names, skip, accepts_session)
     else:
-        wrapper = _sync_wrapper(func, tool_name, names, skip, accepts_session, signature)
+        shape = "function"
+        wrapper, rebind = _sync_wrapper(func, tool_name, names, skip, accepts_session, signature)
 
     functools.update_wrapper(wrapper, func)
     # A new dict: the function's own __annotations__ is shared and must not change.
@@ -102,6 +112,7 @@ def _decorate(func: F, name: str | None = None) -> F:
             p for p in framework_params if not (isinstance(p, dict) and p.get("name") == "_session")
         ]
     wrapper.__openprogram_tool__ = tool_name  # type: ignore[attr-defined]
+    wrapper.undo = declarer(func, tool_name, names, skip, shape, rebind)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
@@ -176,19 +187,34 @@ def _start(
     return rec, install
 
 
-def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
-                  accepts_session: bool, signature: inspect.Signature | None = None) -> Callable[..., Any]:  # fmt: skip
+def _sync_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int, accepts_session: bool,
+                  signature: inspect.Signature | None = None) -> tuple[Callable[..., Any], Rebind]:  # fmt: skip
     if skip or accepts_session:  # methods and functions taking _session: always the general path
 
         def general(*args: Any, **kwargs: Any) -> Any:
             return _slow_sync(func, name, names, skip, accepts_session, args, kwargs)
 
-        return general
+        def rebind(body: Callable[..., Any]) -> None:
+            nonlocal func
+            func = body
+
+        return general, rebind
     generic = _fast_sync(func, name, names, None)
     params = _plain_parameters(func, signature)
     if params is None:
-        return generic
-    return _fast_sync(func, name, names, params, generic)
+        return generic, _rebind_compiled(generic)
+    wrapper = _fast_sync(func, name, names, params, generic)
+    return wrapper, _rebind_compiled(generic, wrapper)
+
+
+def _rebind_compiled(*wrappers: Callable[..., Any]) -> Rebind:
+    """A compiled wrapper calls whatever its namespace holds as ``_op_func``: rebinding it adds nothing to a call."""
+
+    def rebind(body: Callable[..., Any]) -> None:
+        for wrapper in wrappers:
+            wrapper.__globals__["_op_func"] = body
+
+    return rebind
 
 
 _MISSING: Any = object()
@@ -358,7 +384,7 @@ def _slow_sync(func: Callable[..., Any], name: str, names: tuple[str, ...], skip
 
 
 def _async_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
-                   accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+                   accepts_session: bool) -> tuple[Callable[..., Any], Rebind]:  # fmt: skip
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = _start(name, names, skip, accepts_session, args, kwargs)
         if started is None:
@@ -378,7 +404,11 @@ def _async_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], 
         end_call(rec, None, result)
         return result
 
-    return wrapper
+    def rebind(body: Callable[..., Any]) -> None:
+        nonlocal func
+        func = body
+
+    return wrapper, rebind
 
 
 class _Yields:
@@ -403,7 +433,7 @@ class _Yields:
 
 
 def _generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
-                       accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+                       accepts_session: bool) -> tuple[Callable[..., Any], Rebind]:  # fmt: skip
     def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         started = _start(name, names, skip, accepts_session, args, kwargs)
         if started is None:
@@ -456,11 +486,15 @@ def _generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ..
             except BaseException as exc:
                 method, arg = gen.throw, exc
 
-    return wrapper
+    def rebind(body: Callable[..., Any]) -> None:
+        nonlocal func
+        func = body
+
+    return wrapper, rebind
 
 
 def _async_generator_wrapper(func: Callable[..., Any], name: str, names: tuple[str, ...], skip: int,
-                             accepts_session: bool) -> Callable[..., Any]:  # fmt: skip
+                             accepts_session: bool) -> tuple[Callable[..., Any], Rebind]:  # fmt: skip
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         started = _start(name, names, skip, accepts_session, args, kwargs)
         if started is None:
@@ -513,4 +547,8 @@ def _async_generator_wrapper(func: Callable[..., Any], name: str, names: tuple[s
             except BaseException as exc:
                 method, arg = agen.athrow, exc
 
-    return wrapper
+    def rebind(body: Callable[..., Any]) -> None:
+        nonlocal func
+        func = body
+
+    return wrapper, rebind

@@ -66,6 +66,7 @@ __all__ = [
     "flush_async",
     "flush_store",
     "inflight",
+    "on_calls_written",
     "on_exit",
     "queue",
     "spill_directory",
@@ -429,12 +430,36 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
     if state.failing:
         # Info, not a warning: an outage gives exactly one warning (its start).
         logger.info("openprogram: store %s is writable again; buffered records were written", store.url)
+    written = state.pending_calls
     state.failing = False
     state.backoff = 1.0
     state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
+    if written and written_hooks:
+        _hand_over(written)
     return True
+
+
+written_hooks: list[Callable[[CallRows], None]] = []
+"""Given each batch of call rows a store has written (see :func:`on_calls_written`)."""
+
+
+def on_calls_written(hook: Callable[[CallRows], None]) -> None:
+    """Hand ``hook`` each batch of call rows once its store has written it (spilled rows never are).
+
+    It runs on the writer's thread, so it must only queue the batch. A batch holds final rows
+    and the rows of calls still running (status ``running``), whose final rows come later.
+    """
+    written_hooks.append(hook)
+
+
+def _hand_over(rows: CallRows) -> None:
+    for hook in written_hooks:
+        try:
+            hook(rows)
+        except Exception:  # a hook's bug never fails the write
+            logger.exception("openprogram: a hook on written calls failed")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -431,7 +431,7 @@ class _ToolRun:
     def __enter__(self) -> None:
         assert self.call is not None
         self.ran = self.running = True
-        self.call.current().__enter__()
+        self.call.__enter__()
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         assert self.call is not None

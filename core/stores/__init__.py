@@ -19,13 +19,25 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ._base import AliasRow, CallRecord, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError, on_read
+from ._base import (
+    AliasRow,
+    CallRecord,
+    CallRow,
+    CallRows,
+    EffectRow,
+    SessionInfo,
+    SessionRow,
+    Store,
+    StoreError,
+    on_read,
+)
 
 __all__ = [
     "AliasRow",
     "CallRecord",
     "CallRow",
     "CallRows",
+    "EffectRow",
     "SessionInfo",
     "SessionRow",
     "Store",

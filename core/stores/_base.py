@@ -15,16 +15,23 @@ from .._ids import process_owner
 
 __all__ = [
     "CALL_COLUMNS",
+    "EFFECT_COLUMNS",
+    "EFFECT_CHANGES",
     "AliasRow",
     "CallRecord",
     "CallRow",
     "CallRows",
+    "EffectOutcome",
+    "EffectRow",
     "HEARTBEAT_STALE_SECONDS",
     "SessionInfo",
     "SessionRow",
     "Store",
     "StoreError",
+    "effect_changes",
+    "effect_state",
     "on_read",
+    "owner_alive",
     "session_info",
     "tokens_of",
 ]
@@ -97,6 +104,37 @@ SessionRow = tuple[str, str, float, float]
 #: (namespace, key, session_id, bound_at): a framework's run identity bound to a session.
 AliasRow = tuple[str, str, str, float]
 
+#: Columns of an effect row (the undo journal), in the order of :data:`EffectRow` tuples.
+EFFECT_COLUMNS = (
+    "effect_id", "call_id", "session_id", "turn_id", "kind", "name", "framework", "state",
+    "inputs", "output", "started_at", "ended_at", "owner", "claimed_by", "claimed_at", "undo_call_id", "error",
+)  # fmt: skip
+
+#: (effect_id, call_id, session_id, turn_id, kind, name, framework, state, inputs_json, output_json,
+#:  started_at, ended_at, owner, claimed_by, claimed_at, undo_call_id, error)
+#: ``state`` is ``pending`` (journaled, its call not ended), ``applied``, ``unknown``, ``undoing``
+#: (claimed by the undo process ``claimed_by``) or ``undone``.
+EffectRow = tuple[
+    str, str, str, str, str, str, "str | None", str, "str | None", "str | None",
+    float, "float | None", str, "str | None", "float | None", "str | None", "str | None",
+]  # fmt: skip
+
+#: (effect_id, state, output_json, ended_at): how a ``pending`` effect ended; state None drops it (its call failed).
+EffectOutcome = tuple[str, "str | None", "str | None", float]
+
+#: The columns :meth:`Store.move_effect` may change; the others are fixed when an effect is journaled.
+EFFECT_CHANGES = ("state", "output", "ended_at", "claimed_by", "claimed_at", "undo_call_id", "error")
+
+
+def effect_changes(changes: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """The columns and values of a :meth:`Store.move_effect` change, checked (column names go into SQL)."""
+    unknown = set(changes) - set(EFFECT_CHANGES)
+    if unknown or not changes:
+        raise ValueError(f"an effect change sets some of {', '.join(EFFECT_CHANGES)}, not {sorted(unknown)}")
+    columns = [c for c in EFFECT_CHANGES if c in changes]
+    return columns, [changes[c] for c in columns]
+
+
 #: A writer that has not refreshed its heartbeat for this long is presumed dead.
 HEARTBEAT_STALE_SECONDS = 60.0
 
@@ -150,6 +188,28 @@ class CallRecord:
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
 assert _RECORD_FIELDS[-3:] == ("started_at", "ended_at", "attributes")
 _new_record = object.__new__
+
+
+def _record_of(
+    row: CallRow, liveness: _Liveness, captures: bool, merged: Callable[[CallRow, Any], Any] | None
+) -> CallRecord:
+    status = row[7]
+    if status == "running" and not liveness.alive(row[14]):
+        status = "interrupted"
+    if captures:
+        inputs, output, attributes = _loads(row[8]), _loads(row[9]), _loads(row[11])
+        if merged is not None:
+            attributes = merged(row, attributes)
+    else:
+        inputs = output = attributes = None
+    # A frozen dataclass's __init__ costs ~4 us (one object.__setattr__ per field), most
+    # of reading a 100,000-call session; filling __dict__ builds the same record 3x faster.
+    record = _new_record(CallRecord)
+    record.__dict__.update(zip(_RECORD_FIELDS, (
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], status,
+        inputs, output, row[10], row[12], row[13], attributes,
+    ), strict=True))  # fmt: skip
+    return record
 
 
 def session_info(row: Sequence[Any]) -> SessionInfo:
@@ -245,6 +305,40 @@ class Store(abc.ABC):
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         """The session bound to a framework run identity, or None."""
 
+    # --- effects: the undo journal (see openprogram._effects) ----------------
+    def add_effects(self, rows: Sequence[EffectRow]) -> None:
+        """Journal effects, durably before returning; a row whose ``effect_id`` is present already is left as is."""
+        raise StoreError(f"{type(self).__name__} keeps no effects: nothing recorded in {self.url} can be undone")
+
+    def list_effects(self, session_id: str) -> list[EffectRow]:
+        """The effects journaled in a session, oldest first (by ``started_at``, then ``effect_id``)."""
+        for hook in _before_read:
+            hook(self)
+        return self._effect_rows(session_id)
+
+    def _effect_rows(self, session_id: str) -> list[EffectRow]:
+        """The backend's part of :meth:`list_effects` (none, for a store that keeps no effects)."""
+        return []
+
+    def move_effect(self, effect_id: str, state: str, claimed_by: str | None, changes: dict[str, Any]) -> bool:
+        """Compare-and-set: apply ``changes`` (see :data:`EFFECT_CHANGES`) only to an effect in ``state`` and
+        claimed by ``claimed_by``; True if this call changed it. Of any number of racing callers, across
+        processes, one wins."""
+        raise StoreError(f"{type(self).__name__} keeps no effects: nothing recorded in {self.url} can be undone")
+
+    def drop_effect(self, effect_id: str, state: str) -> bool:
+        """Delete the effect if it is in ``state`` (a journaled call that failed has nothing to undo)."""
+        raise StoreError(f"{type(self).__name__} keeps no effects: nothing recorded in {self.url} can be undone")
+
+    def settle_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        """Record how ``pending`` effects ended (each applies only to an effect still pending); the SQL stores
+        write them in one transaction."""
+        for effect_id, state, output, ended_at in outcomes:
+            if state is None:
+                self.drop_effect(effect_id, "pending")
+            else:
+                self.move_effect(effect_id, "pending", None, {"state": state, "output": output, "ended_at": ended_at})
+
     @abc.abstractmethod
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         """Rows of one session in start order (ties broken by call id).
@@ -267,37 +361,43 @@ class Store(abc.ABC):
         for hook in _before_read:
             hook(self)
         liveness = _Liveness(self)
+        notes = _EffectNotes(self, session_id, liveness) if captures else None
+        merged = notes.merged if notes else None
         for row in self._iter_call_rows(session_id, captures):
-            status = row[7]
-            if status == "running" and not liveness.alive(row[14]):
-                status = "interrupted"
-            if captures:
-                inputs, output, attributes = _loads(row[8]), _loads(row[9]), _loads(row[11])
-            else:
-                inputs = output = attributes = None
-            # A frozen dataclass's __init__ costs ~4 us (one object.__setattr__ per field), most
-            # of reading a 100,000-call session; filling __dict__ builds the same record 3x faster.
-            record = _new_record(CallRecord)
-            record.__dict__.update(zip(_RECORD_FIELDS, (
-                row[0], row[1], row[2], row[3], row[4], row[5], row[6], status,
-                inputs, output, row[10], row[12], row[13], attributes,
-            ), strict=True))  # fmt: skip
-            yield record
+            yield _record_of(row, liveness, captures, merged)
+
+    def get_call(self, session_id: str, call_id: str, started_at: float | None = None) -> CallRecord | None:
+        """One call of a session with its captures, or None. ``started_at`` (its start as read back)
+        lets a store find it by key; without it, or in a store with no such lookup, the session is scanned."""
+        for hook in _before_read:
+            hook(self)
+        row = self._call_row(session_id, call_id, started_at)
+        if row is None:
+            return None
+        liveness = _Liveness(self)
+        notes = _EffectNotes(self, session_id, liveness)
+        return _record_of(row, liveness, True, notes.merged if notes else None)
+
+    def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
+        """The row of one call (captures included); backends with a key lookup override this scan."""
+        return next((row for row in self._iter_call_rows(session_id, True) if row[0] == call_id), None)
 
     def iter_tree_rows(self, session_id: str) -> Iterator[CallRow]:
         """Raw rows for drawing a call tree: captures left out (None) but for the attributes
-        (JSON text) of ``llm`` calls, ``interrupted`` resolved.
+        (JSON text) of ``llm`` calls, ``interrupted`` resolved. The attributes of a call or turn
+        with journaled effects are ``{"effect": note}`` (see :class:`_EffectNotes`).
 
         The cheapest way to read a large session: no record object per call.
         """
         for hook in _before_read:
             hook(self)
         liveness = _Liveness(self)
-        for row in self._iter_call_rows(session_id, False):
-            if row[7] == "running" and not liveness.alive(row[14]):
-                yield (*row[:7], "interrupted", *row[8:])
-            else:
-                yield row
+        notes = _EffectNotes(self, session_id, liveness)
+        marked = notes.marked if notes else None
+        for found in self._iter_call_rows(session_id, False):
+            dead = found[7] == "running" and not liveness.alive(found[14])
+            row = (*found[:7], "interrupted", *found[8:]) if dead else found
+            yield row if marked is None else marked(row)
 
     def list_calls(self, session_id: str) -> list[CallRecord]:
         """Every call of one session, in start order."""
@@ -308,6 +408,91 @@ class Store(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url}>"
+
+
+def owner_alive(store: Store) -> Callable[[str], bool]:
+    """Whether the process ``owner`` (host:pid:nonce) that wrote to ``store`` is still alive (answers cached)."""
+    return _Liveness(store).alive
+
+
+def effect_state(row: EffectRow, alive: Callable[[str], bool]) -> str:
+    """An effect's state as its owners' liveness makes it: a ``pending`` effect is ``running`` while the process
+    that journaled it lives, else ``unknown`` (it died mid-call); an ``undoing`` one whose undo process died is
+    ``interrupted`` (to be resumed)."""
+    state = row[7]
+    if state == "pending":
+        return "running" if alive(row[12]) else "unknown"
+    if state == "undoing" and not alive(row[13] or ""):
+        return "interrupted"
+    return state
+
+
+# How a call with effects is marked, from its effects' states (the first that applies).
+_NOTES = (("undoing", "undoing"), ("interrupted", "undo interrupted"), ("unknown", "outcome unknown"),
+          ("running", "effect pending"))  # fmt: skip
+
+
+def _note(states: list[str], turn: bool) -> str | None:
+    if all(s == "undone" for s in states):
+        return "undone"
+    if "undone" in states:
+        return "partly undone"
+    if turn:
+        return None  # a turn is marked once undo has begun on it
+    return next((note for state, note in _NOTES if state in states), "undoable")
+
+
+class _EffectNotes:
+    """How the calls and turns of one session stand with their effects, for reads to show.
+
+    A call with journaled effects is noted ``undoable``, ``effect pending``, ``outcome unknown``,
+    ``undoing``, ``undo interrupted``, ``partly undone`` or ``undone``; a turn ``partly undone`` or
+    ``undone``. Reads put the note in the call's attributes, as ``"effect"``.
+    """
+
+    def __init__(self, store: Store, session_id: str, liveness: _Liveness) -> None:
+        try:
+            rows = store._effect_rows(session_id)  # the read's hooks have run
+        except Exception:  # a read never fails for want of the journal
+            rows = []
+        by_call: dict[str, list[str]] = {}
+        by_turn: dict[str, list[str]] = {}
+        self.undone_by: dict[str, list[str]] = {}
+        for row in rows:
+            state = effect_state(row, liveness.alive)
+            by_call.setdefault(row[1], []).append(state)
+            by_turn.setdefault(row[3], []).append(state)
+            if state == "undone" and row[15]:
+                self.undone_by.setdefault(row[1], []).append(row[15])
+        self.calls = {call_id: note for call_id, states in by_call.items() if (note := _note(states, False))}
+        self.turns = {turn_id: note for turn_id, states in by_turn.items() if (note := _note(states, True))}
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+    def note(self, row: CallRow) -> str | None:
+        note = self.calls.get(row[0])
+        if note is None and row[4] == "turn":
+            note = self.turns.get(row[2])
+        return note
+
+    def merged(self, row: CallRow, attributes: Any) -> Any:
+        """A record's attributes with its effect note (and the undo calls that undid it)."""
+        note = self.note(row)
+        if note is None:
+            return attributes
+        merged = dict(attributes) if isinstance(attributes, dict) else {}
+        merged["effect"] = note
+        if row[0] in self.undone_by:
+            merged["undone_by"] = self.undone_by[row[0]]
+        return merged
+
+    def marked(self, row: CallRow) -> CallRow:
+        """A tree row with its effect note as its attributes (an ``llm`` call keeps its own)."""
+        note = self.note(row)
+        if note is None or row[4] == "llm":
+            return row
+        return (*row[:11], json.dumps({"effect": note}), *row[12:])
 
 
 class _Liveness:

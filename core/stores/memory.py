@@ -5,10 +5,24 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, tokens_of
+from ._base import (
+    EFFECT_COLUMNS,
+    AliasRow,
+    CallRow,
+    EffectRow,
+    SessionInfo,
+    SessionRow,
+    Store,
+    effect_changes,
+    tokens_of,
+)
 
 __all__ = ["MemoryStore"]
+
+
+_EFFECT_INDEX = {column: i for i, column in enumerate(EFFECT_COLUMNS)}
 
 
 class MemoryStore(Store):
@@ -22,6 +36,7 @@ class MemoryStore(Store):
         self._by_session: dict[str, list[str]] = {}
         self._beats: dict[str, float] = {}
         self._aliases: dict[tuple[str, str], str] = {}
+        self._effects: dict[str, EffectRow] = {}
 
     def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         with self._lock:
@@ -40,6 +55,37 @@ class MemoryStore(Store):
                 elif old[7] != "running" or call[7] == "running":
                     continue  # a final row is never replaced
                 self._calls[call[0]] = call
+
+    def add_effects(self, rows: Sequence[EffectRow]) -> None:
+        with self._lock:
+            for row in rows:
+                self._effects.setdefault(row[0], row)
+
+    def move_effect(self, effect_id: str, state: str, claimed_by: str | None, changes: dict[str, Any]) -> bool:
+        columns, values = effect_changes(changes)
+        with self._lock:
+            row = self._effects.get(effect_id)
+            if row is None or row[7] != state or row[13] != claimed_by:
+                return False
+            moved = list(row)
+            for column, value in zip(columns, values, strict=True):
+                moved[_EFFECT_INDEX[column]] = value
+            self._effects[effect_id] = tuple(moved)  # type: ignore[assignment]
+            return True
+
+    def drop_effect(self, effect_id: str, state: str) -> bool:
+        with self._lock:
+            row = self._effects.get(effect_id)
+            if row is None or row[7] != state:
+                return False
+            del self._effects[effect_id]
+            return True
+
+    def _effect_rows(self, session_id: str) -> list[EffectRow]:
+        with self._lock:
+            rows = [row for row in self._effects.values() if row[2] == session_id]
+        rows.sort(key=lambda r: (r[10], r[0]))
+        return rows
 
     def heartbeat(self, owner: str, at: float) -> None:
         with self._lock:

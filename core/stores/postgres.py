@@ -33,7 +33,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from . import safe_url
-from ._base import AliasRow, CallRow, SessionInfo, SessionRow, Store, StoreError, session_info
+from ._base import (
+    AliasRow,
+    CallRow,
+    EffectOutcome,
+    EffectRow,
+    SessionInfo,
+    SessionRow,
+    Store,
+    StoreError,
+    effect_changes,
+    session_info,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -89,6 +100,28 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (namespace, key)
         )""",
     ),
+    (  # 2: the effects table, the undo journal
+        """CREATE TABLE effects (
+            effect_id    text PRIMARY KEY,
+            call_id      text NOT NULL,
+            session_id   text NOT NULL,
+            turn_id      text NOT NULL,
+            kind         text NOT NULL,
+            name         text NOT NULL,
+            framework    text,
+            state        text NOT NULL,
+            inputs       text,
+            output       text,
+            started_at   double precision NOT NULL,
+            ended_at     double precision,
+            owner        text NOT NULL,
+            claimed_by   text,
+            claimed_at   double precision,
+            undo_call_id text,
+            error        text
+        )""",
+        "CREATE INDEX effects_by_session ON effects (session_id, started_at, effect_id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -126,6 +159,7 @@ _SESSION_COLUMNS = (
     "+ coalesce((c.attributes::jsonb #>> '{usage,output_tokens}')::bigint, 0))), 0) "
     "FROM calls c WHERE c.session_id = s.session_id AND c.kind = 'llm' AND c.attributes IS NOT NULL)"
 )
+_ADD_EFFECT = "INSERT INTO effects VALUES (" + ", ".join(["%s"] * 17) + ") ON CONFLICT (effect_id) DO NOTHING"
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECASE)
 _RETRIES = 3  # a batch that lost a deadlock or serialization race is retried this often
@@ -432,6 +466,45 @@ class PostgresStore(Store):
                 conn.execute("DELETE FROM heartbeats WHERE at < %s", (at - PRUNE_HEARTBEATS_AFTER,))
                 self._pruned_at = at
 
+    # --- effects (each statement commits on its own: durable when it returns) -------------
+    def add_effects(self, rows: Sequence[EffectRow]) -> None:
+        with self._statements() as conn:
+            if len(rows) == 1:
+                conn.execute(_ADD_EFFECT, rows[0])
+                return
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(_ADD_EFFECT, sorted(rows))  # key order: racing writers do not deadlock
+
+    def move_effect(self, effect_id: str, state: str, claimed_by: str | None, changes: dict[str, Any]) -> bool:
+        columns, values = effect_changes(changes)
+        # Under READ COMMITTED a racing UPDATE waits for the winner's row lock, then re-checks the
+        # WHERE clause against the row the winner left: it no longer matches, so one caller wins.
+        sql = (f"UPDATE effects SET {', '.join(f'{c} = %s' for c in columns)} "
+               "WHERE effect_id = %s AND state = %s AND claimed_by IS NOT DISTINCT FROM %s")  # fmt: skip
+        with self._statements() as conn:
+            return conn.execute(sql, (*values, effect_id, state, claimed_by)).rowcount == 1
+
+    def drop_effect(self, effect_id: str, state: str) -> bool:
+        with self._statements() as conn:
+            cursor = conn.execute("DELETE FROM effects WHERE effect_id = %s AND state = %s", (effect_id, state))
+            return cursor.rowcount == 1
+
+    def settle_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        ended = sorted((effect_id, state, output, at) for effect_id, state, output, at in outcomes if state is not None)
+        failed = sorted((effect_id,) for effect_id, state, _, _ in outcomes if state is None)
+        with self._statements() as conn, conn.transaction(), conn.cursor() as cur:
+            if ended:  # in key order, as every batch: racing writers do not deadlock
+                cur.executemany("UPDATE effects SET state = %s, output = %s, ended_at = %s "
+                                "WHERE effect_id = %s AND state = 'pending'",
+                                [(state, output, at, effect_id) for effect_id, state, output, at in ended])  # fmt: skip
+            if failed:
+                cur.executemany("DELETE FROM effects WHERE effect_id = %s AND state = 'pending'", failed)
+
+    def _effect_rows(self, session_id: str) -> list[EffectRow]:
+        rows = self._query("SELECT * FROM effects WHERE session_id = %s ORDER BY started_at, effect_id",
+                           (session_id,))  # fmt: skip
+        return [tuple(row) for row in rows]
+
     @contextlib.contextmanager
     def _statements(self) -> Iterator[psycopg.Connection[Any]]:
         """The writer connection, for statements that commit on their own; a failure drops it."""
@@ -481,6 +554,12 @@ class PostgresStore(Store):
     def get_session(self, session_id: str) -> SessionInfo | None:
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = %s", (session_id,))
         return session_info(rows[0]) if rows else None
+
+    def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM calls WHERE call_id = %s AND session_id = %s", (call_id, session_id)
+        )
+        return tuple(rows[0]) if rows else None
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         rows = self._query("SELECT session_id FROM aliases WHERE namespace = %s AND key = %s", (namespace, key))

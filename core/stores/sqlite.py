@@ -19,13 +19,25 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import AliasRow, CallRow, CallRows, SessionInfo, SessionRow, Store, StoreError, session_info
+from ._base import (
+    AliasRow,
+    CallRow,
+    CallRows,
+    EffectOutcome,
+    EffectRow,
+    SessionInfo,
+    SessionRow,
+    Store,
+    StoreError,
+    effect_changes,
+    session_info,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 logger = logging.getLogger("openprogram")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Before Python 3.12, sqlite3 binds None through its adapter protocol, which looks up
 # ``PrepareProtocol.__adapt__`` and formats and clears an AttributeError for every
@@ -39,6 +51,7 @@ sqlite3.adapters.setdefault((type(None), sqlite3.PrepareProtocol), {}.get)
 # wants, so a row is one b-tree insert; schema 1 kept a rowid table, a call_id index and a
 # session index (three). Call ids are unique by construction, and a call's running and
 # final rows share its session and start time, so this key identifies a call as well.
+# Schema 3 adds the effects table (the undo journal); a schema 2 store gains it in place.
 _META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,6 +88,26 @@ CREATE TABLE IF NOT EXISTS aliases (
     bound_at   REAL NOT NULL,
     PRIMARY KEY (namespace, key)
 );
+CREATE TABLE IF NOT EXISTS effects (
+    effect_id    TEXT PRIMARY KEY,
+    call_id      TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    turn_id      TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    framework    TEXT,
+    state        TEXT NOT NULL,
+    inputs       TEXT,
+    output       TEXT,
+    started_at   REAL NOT NULL,
+    ended_at     REAL,
+    owner        TEXT NOT NULL,
+    claimed_by   TEXT,
+    claimed_at   REAL,
+    undo_call_id TEXT,
+    error        TEXT
+);
+CREATE INDEX IF NOT EXISTS effects_by_session ON effects (session_id, started_at, effect_id);
 """
 
 UPSERT_SESSION = (
@@ -151,6 +184,9 @@ def _chunk_parameters(flat: Sequence[Any], start: int) -> tuple[int, list[Any]]:
             params += values
     return shared, head + params
 
+
+ADD_EFFECT = "INSERT INTO effects VALUES (" + ", ".join(["?"] * 17) + ") ON CONFLICT (effect_id) DO NOTHING"
+SETTLE_EFFECT = "UPDATE effects SET state = ?, output = ?, ended_at = ? WHERE effect_id = ? AND state = 'pending'"
 
 _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
@@ -316,6 +352,62 @@ class SQLiteStore(Store):
     def heartbeat(self, owner: str, at: float) -> None:
         self._write_one("INSERT OR REPLACE INTO heartbeats VALUES (?, ?)", (owner, at))
 
+    # --- effects (autocommitted statements: durable when they return, under synchronous=FULL) ------
+    def add_effects(self, rows: Sequence[EffectRow]) -> None:
+        if len(rows) == 1:
+            self._write_one(ADD_EFFECT, rows[0])
+            return
+        with self._lock:
+            conn = self._writer()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(ADD_EFFECT, rows)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._drop_writer()
+                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+
+    def move_effect(self, effect_id: str, state: str, claimed_by: str | None, changes: dict[str, Any]) -> bool:
+        columns, values = effect_changes(changes)
+        sql = (f"UPDATE effects SET {', '.join(f'{c} = ?' for c in columns)} "
+               "WHERE effect_id = ? AND state = ? AND claimed_by IS ?")  # fmt: skip
+        return self._write_one(sql, (*values, effect_id, state, claimed_by)).rowcount == 1
+
+    def drop_effect(self, effect_id: str, state: str) -> bool:
+        cursor = self._write_one("DELETE FROM effects WHERE effect_id = ? AND state = ?", (effect_id, state))
+        return cursor.rowcount == 1
+
+    def settle_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        ended = [(state, output, at, effect_id) for effect_id, state, output, at in outcomes if state is not None]
+        failed = [(effect_id,) for effect_id, state, _, _ in outcomes if state is None]
+        with self._lock:
+            conn = self._writer()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(SETTLE_EFFECT, ended)
+                conn.executemany("DELETE FROM effects WHERE effect_id = ? AND state = 'pending'", failed)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._drop_writer()
+                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+
+    def _effect_rows(self, session_id: str) -> list[EffectRow]:
+        if self._absent():
+            return []
+        conn = self._reader()
+        try:
+            rows = conn.execute("SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id",
+                                (session_id,)).fetchall()  # fmt: skip
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+        return rows
+
     def _writer(self) -> sqlite3.Connection:
         """The writer connection (opened on first use); call with ``_lock`` held."""
         conn = self._write_conn
@@ -426,6 +518,27 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
             conn.close()
+
+    def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
+        if self._absent():
+            return None
+        conn = self._reader()
+        try:
+            row = None
+            if started_at is not None:  # the clustering key: one b-tree lookup
+                row = conn.execute(
+                    "SELECT * FROM calls WHERE session_id = ? AND started_at = ? AND call_id = ?",
+                    (session_id, started_at, call_id),
+                ).fetchone()
+            if row is None:
+                row = conn.execute(
+                    "SELECT * FROM calls WHERE session_id = ? AND call_id = ?", (session_id, call_id)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+        return None if row is None else tuple(row)
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         if self._absent():

@@ -552,3 +552,12 @@ def test_tree_rows_keep_the_attributes_of_model_calls_only(store: Store) -> None
     rows = {r[0]: r for r in store.iter_tree_rows("s1")}
     assert rows["m1"][11] == usage and rows["m1"][8] is None and rows["m1"][9] is None
     assert rows["t1"][11] is None and rows["t1"][8] is None
+
+
+def test_get_call_finds_one_call_by_its_key_with_its_captures(store: Store) -> None:
+    store.write([("s1", "main", 1.0, 2.0)], [row("a", started=1.0), row("b", started=1.5, output='{"x": [1]}')])
+    found = store.get_call("s1", "b", 1.5)
+    assert found is not None and found.call_id == "b" and found.output == {"x": [1]}
+    assert found.inputs == {"a": 1}
+    assert store.get_call("s1", "b") == found  # without its start: found all the same
+    assert store.get_call("s1", "nope") is None and store.get_call("s2", "a") is None

@@ -41,7 +41,8 @@ def test_instrument_imports_no_framework_and_creates_nothing_in_home(tmp_path: P
         """,
         tmp_path,
     )
-    assert result == {"enabled": ["crewai", "langgraph", "semantic_kernel"], "imported": []}
+    assert {"crewai", "langgraph", "semantic_kernel"} <= set(result["enabled"])  # and any other installed adapter
+    assert result["imported"] == []
     assert not (tmp_path / ".config").exists() and not (tmp_path / ".local").exists()  # crewai was not imported
 
 
