@@ -121,7 +121,7 @@ def otlp(session: nox.Session, version: str) -> None:
     if version == "lowest":
         session.install("-e", ".[otlp,langgraph,semantic-kernel]", *OTLP_PINS, *TEST_DEPS)
         crewai_test = (
-            "tests/otlp/test_frameworks.py::test_crewai_session_exports_crew_tasks_agents_tools_and_chat_spans"  # noqa: E501
+            "tests/otlp/test_frameworks.py::test_crewai_session_exports_crew_tasks_agents_tools_and_chat_spans"
         )
         _pytest(session, "tests/otlp", "--deselect", crewai_test)
     else:
@@ -217,10 +217,11 @@ def upstream(session: nox.Session) -> None:
                 *session.posargs,
                 env={**env, "TMPDIR": str(tmp)}, success_codes=[0, 1],  # failures are judged by the comparison
             )  # fmt: skip
-    session.run(
-        "python", str(UPSTREAM_DIR / "compare.py"), str(reports / "plain.xml"), str(reports / "instrumented.xml"),
-        "--stats", str(stats),
-    )  # fmt: skip
+    with session.chdir(source):  # --confirm re-runs a regression alone, from the sdist's tree
+        session.run(
+            "python", str(UPSTREAM_DIR / "compare.py"), str(reports / "plain.xml"), str(reports / "instrumented.xml"),
+            "--stats", str(stats), "--confirm", env=env,
+        )  # fmt: skip
 
 
 @nox.session(python=PYTHON)
