@@ -8,13 +8,13 @@ import json
 import logging
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol, TextIO
+from typing import NamedTuple, Protocol, TextIO
 
 from ._demo import run_demo
 from ._ids import InvalidSessionId, validate_session_id
 from ._spill import load_spill
 from .stores import Store, StoreError, open_store, safe_url
-from .stores._base import CALL_COLUMNS, tokens_of
+from .stores._base import StoredRow, tokens_of
 
 __all__ = ["main", "render_tree"]
 
@@ -26,34 +26,6 @@ MAX_LINES = 2000
 
 def _when(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
-class _TreeCall(NamedTuple):
-    """A call as ``show`` draws it: a stored row, without building a CallRecord."""
-
-    call_id: str
-    session_id: str
-    turn_id: str
-    parent_id: str | None
-    kind: str
-    name: str
-    framework: str | None
-    status: str
-    inputs: Any
-    output: Any
-    error: str | None
-    attributes: Any
-    started_at: float
-    ended_at: float | None
-    owner: str
-
-    @property
-    def duration(self) -> float | None:
-        return None if self.ended_at is None else self.ended_at - self.started_at
-
-
-# The field list spells out CallRow for the type checker; it must stay the stores' column order.
-assert _TreeCall._fields == CALL_COLUMNS, "_TreeCall must list CALL_COLUMNS in order"
 
 
 class _Drawable(Protocol):
@@ -263,7 +235,7 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _stream_json(store, session_id, out)
         return 0
-    rows = [_TreeCall._make(row) for row in store.iter_tree_rows(session_id)]
+    rows = [StoredRow._make(row) for row in store.iter_tree_rows(session_id)]
     used = sum(filter(None, map(_usage_of, rows)), _Tokens())
     usage = f"  {used.describe()}" if used.total else ""
     out.write(f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls{usage}  "

@@ -16,7 +16,7 @@ import hashlib
 import importlib.metadata
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from . import __version__
 from .stores import CallRow
-from .stores._base import CALL_COLUMNS
+from .stores._base import StoredRow
 
 __all__ = ["SERVICE_NAME", "default_resource", "span_id_of", "spans_of", "trace_id_of"]
 
@@ -57,30 +57,6 @@ _PARAMS = {
     "stop": "gen_ai.request.stop_sequences",
     "seed": "gen_ai.request.seed",
 }
-
-
-class _Call(NamedTuple):
-    """A stored call row (JSON text captures), by field name."""
-
-    call_id: str
-    session_id: str
-    turn_id: str
-    parent_id: str | None
-    kind: str
-    name: str
-    framework: str | None
-    status: str
-    inputs: str | None
-    output: str | None
-    error: str | None
-    attributes: str | None
-    started_at: float
-    ended_at: float | None
-    owner: str
-
-
-# The field list spells out CallRow for the type checker; it must stay the stores' column order.
-assert _Call._fields == CALL_COLUMNS, "_Call must list CALL_COLUMNS in order"
 
 
 @functools.lru_cache(maxsize=1024)  # every call of a turn asks for it
@@ -122,7 +98,7 @@ def spans_of(rows: Iterable[CallRow], resource: Resource, *, content: bool) -> l
     ``content=False`` leaves out inputs, outputs and message text. A call that ended with
     no end time (its process died) ends at the latest time recorded in its turn.
     """
-    finals = [call for call in map(_Call._make, rows) if call.status != "running"]
+    finals = [call for call in map(StoredRow._make, rows) if call.status != "running"]
     latest: dict[str, float] = {}
     if any(call.ended_at is None for call in finals):
         for call in finals:
@@ -132,7 +108,7 @@ def spans_of(rows: Iterable[CallRow], resource: Resource, *, content: bool) -> l
     return [_span(call, resource, content, latest) for call in finals]
 
 
-def _span(call: _Call, resource: Resource, content: bool, latest: Mapping[str, float]) -> ReadableSpan:
+def _span(call: StoredRow, resource: Resource, content: bool, latest: Mapping[str, float]) -> ReadableSpan:
     (call_id, session_id, turn_id, parent_id, kind, name, framework, status,
      inputs, output, error, attributes, started_at, ended_at, _owner) = call  # fmt: skip
     recorded = _decoded(attributes)

@@ -9,7 +9,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from .._ids import process_owner
 
@@ -50,6 +50,33 @@ CallRow = tuple[
 ]  # fmt: skip
 
 _WIDTH = len(CALL_COLUMNS)
+
+
+class StoredRow(NamedTuple):
+    """A call row read by field name, without building a CallRecord (captures as stored: JSON text or None)."""
+
+    call_id: str
+    session_id: str
+    turn_id: str
+    parent_id: str | None
+    kind: str
+    name: str
+    framework: str | None
+    status: str
+    inputs: Any
+    output: Any
+    error: str | None
+    attributes: Any
+    started_at: float
+    ended_at: float | None
+    owner: str
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+assert StoredRow._fields == CALL_COLUMNS, "StoredRow must list CALL_COLUMNS in order"
 
 
 class CallRows(Sequence[CallRow]):
