@@ -19,6 +19,8 @@ nox.options.sessions = [
     "reliability", "otlp", "viewer", "upstream", "lint",
 ]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
+# uv creates and fills each session's virtualenv in seconds where pip takes minutes; virtualenv if uv is missing.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = os.environ.get("OPENPROGRAM_NOX_PYTHON", "3.11")
@@ -170,9 +172,8 @@ def _upstream_source(session: nox.Session, package: str, version: str) -> Path:
     cache = Path(session.cache_dir).resolve() / "upstream"
     sdist = cache / f"{package.replace('-', '_')}-{version}.tar.gz"
     if not sdist.exists():
-        _setup_run(
-            session, "pip", "download", "--no-binary", ":all:", "--no-deps", "-d", str(cache), f"{package}=={version}"
-        )
+        download = ["python", "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-d", str(cache)]
+        _setup_run(session, *download, f"{package}=={version}")
     # A fresh tree each run: pytest's caches and syrupy never see a previous run's leftovers.
     tree = Path(session.create_tmp()).resolve() / "src"
     shutil.rmtree(tree, ignore_errors=True)
@@ -195,7 +196,7 @@ def upstream(session: nox.Session) -> None:
     # The newest langgraph the extra allows, as pip resolved it; the tests are that release's.
     script = "import importlib.metadata as m; print(m.version('langgraph'))"
     version = _setup_run(session, "python", "-c", script, silent=True).strip().splitlines()[-1]
-    session.install(f"langgraph=={version}", *UPSTREAM_TEST_DEPS)
+    session.install(f"langgraph=={version}", *UPSTREAM_TEST_DEPS, "pip")  # pip: to download the sdist
     source = _upstream_source(session, "langgraph", version)
     reports = Path(session.create_tmp()).resolve()  # absolute: pytest runs inside the unpacked sdist
     stats = reports / "stats"

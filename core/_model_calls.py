@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from ._scopes import resolve
 __all__ = ["ModelCall", "ModelStream", "message", "model_inputs", "reply", "role", "tool_call", "usage"]
 
 _Call = TypeVar("_Call", bound="ModelCall")
+_Reply = TypeVar("_Reply")
 
 _ROLES = {
     "system": "system",
@@ -221,6 +222,28 @@ class ModelCall(LaterCall):
         s_token, c_token = self._entered.pop()
         call_var.reset(c_token)  # a ``with`` block leaves in the context it entered
         session_var.reset(s_token)
+
+    def run(self, send: Callable[[], _Reply], answer: Callable[[ModelCall, _Reply], None]) -> _Reply:
+        """Send the request as this call: ``answer(call, reply)`` ends it; an exception fails it and propagates."""
+        try:
+            with self:
+                result = send()
+        except BaseException as exc:
+            self.failed(exc)
+            raise
+        answer(self, result)
+        return result
+
+    async def arun(self, send: Callable[[], Awaitable[_Reply]], answer: Callable[[ModelCall, _Reply], None]) -> _Reply:
+        """:meth:`run` for a request that is awaited."""
+        try:
+            with self:
+                result = await send()
+        except BaseException as exc:
+            self.failed(exc)
+            raise
+        answer(self, result)
+        return result
 
     def end(
         self,

@@ -204,14 +204,7 @@ def _wrap_generate(original: Callable[..., Any], integration: Integration) -> Ca
         call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, integration.framework)
         if call is None:
             return original(self, messages, *args, **kwargs)
-        try:
-            with call:
-                result = original(self, messages, *args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        _answer(call, result)
-        return result
+        return call.run(lambda: original(self, messages, *args, **kwargs), _answer)
 
     return wraps_like(original)(_generate_with_cache)
 
@@ -223,14 +216,7 @@ def _wrap_agenerate(original: Callable[..., Any], integration: Integration) -> C
         call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, integration.framework)
         if call is None:
             return await original(self, messages, *args, **kwargs)
-        try:
-            with call:
-                result = await original(self, messages, *args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        _answer(call, result)
-        return result
+        return await call.arun(lambda: original(self, messages, *args, **kwargs), _answer)
 
     return wraps_like(original)(_agenerate_with_cache)
 

@@ -69,14 +69,7 @@ def _wrap_round(original: Callable[..., Any], integration: Integration) -> Calla
         call = _begin(ModelCall, self, args, kwargs)
         if call is None:
             return await original(self, *args, **kwargs)
-        try:
-            with call:
-                replies = await original(self, *args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        _answer(call, replies)
-        return replies
+        return await call.arun(lambda: original(self, *args, **kwargs), _answer)
 
     return wraps_like(original)(request)
 
