@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p3-semantic-kernel": ("p3_semantic_kernel.py", "semantic_kernel", "semantic-kernel"),
     "p3-instructions": ("p3_instructions.py", None, None),
     "p3-floor": ("p3_floor.py", None, None),
+    "p3-rows": ("p3_rows.py", None, None),
     "reliability": ("reliability.py", None, None),
     "startup": ("startup.py", "langgraph", "langgraph"),
     "llm-cost": ("llm_cost.py", None, None),

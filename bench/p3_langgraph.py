@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  ratio {value / base:6.3f}")  # fmt: skip
         ours_over = median["openprogram"] / base - 1
         oi_over = median["openinference"] / base - 1
-        print(f"  {label:4s} openprogram overhead {ours_over * 100:+.1f}% (target <= 3%), "
+        print(f"  {label:4s} openprogram overhead {ours_over * 100:+.1f}% (target: within 1.5x of p3-floor), "
               f"openinference overhead {oi_over * 100:+.1f}%")  # fmt: skip
     print(f"  calls recorded per run by openprogram: {per_run:.1f} (expected 14: 1 graph, 10 nodes, 3 tools)")
     return 0

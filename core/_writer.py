@@ -2,9 +2,10 @@
 
 The hot path only appends a record's items to a list (and keeps running calls in a
 dict). One daemon thread wakes every :data:`INTERVAL` seconds, encodes what
-arrived, and writes it per store in one transaction. ``flush()`` puts a marker
-in the same list and waits until everything before it is written (or, if a
-store is failing, safely buffered). A failing store never raises into user
+arrived, and writes it per store in one transaction; a store that can commit
+without waiting for the disk (``write_unsynced``) does so in cycles nobody waits
+on. ``flush()`` puts a marker in the same list and waits until everything before
+it is durable (or, if a store is failing, safely buffered). A failing store never raises into user
 code: its rows wait in a bounded buffer and are retried with back-off; past
 :data:`MAX_PENDING_ROWS` they are appended to a spill file that
 ``openprogram import`` loads later. One warning per outage names the store.
@@ -21,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from . import _ids
 from ._blocking import run_blocking
@@ -128,11 +129,18 @@ class _Marker:
         self.callbacks: list[Callable[[bool], None]] = []
 
 
+class _UnsyncedWrite(Protocol):
+    def __call__(self, sessions: list[SessionRow], calls: CallRows, aliases: list[AliasRow]) -> None: ...
+
+
 class _StoreState:
     """What the writer knows about one store: its outage and its backlog."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # A store's optional write_unsynced (see stores.sqlite): a commit that is durable at the next write().
+        self.write_unsynced: _UnsyncedWrite | None = getattr(store, "write_unsynced", None)
+        self.unsynced = False  # committed with write_unsynced since the last write
         self.pending_sessions: list[SessionRow] = []
         self.pending_calls = CallRows()  # flat: no tuple per row for the GC to track
         self.pending_aliases: list[AliasRow] = []
@@ -190,7 +198,7 @@ def _run() -> None:
         _wake.wait(INTERVAL)
         _wake.clear()
         try:
-            _cycle()
+            _cycle(synced=False)
         except Exception:  # the writer must survive its own bugs
             logger.exception("openprogram: writer cycle failed; will retry")
 
@@ -302,12 +310,13 @@ def _state(store: Store) -> _StoreState:
     return state
 
 
-def _cycle() -> None:
+def _cycle(synced: bool = True) -> None:
+    """Write what is queued; durably if ``synced`` or a flush marker is among it."""
     with _cycle_lock:
-        _cycle_locked()
+        _cycle_locked(synced)
 
 
-def _cycle_locked() -> None:
+def _cycle_locked(synced: bool) -> None:
     # What is queued now is taken in batches of BATCH_ROWS, each written before the next is
     # encoded: taking it all at once held the whole queue twice (records, then encoded rows),
     # 150+ MB for a 1,000,000-call session.
@@ -319,7 +328,7 @@ def _cycle_locked() -> None:
         markers = _drain(take, owner)
         if remaining <= 0:
             _note_running(owner)
-        all_ok = _write_all(owner)
+        all_ok = _write_all(owner, synced or bool(markers))
         for marker in markers:
             marker.ok = all_ok
             marker.done.set()
@@ -386,7 +395,7 @@ def _note_running(owner: str) -> None:
             state.pending_calls.append(_encode_safely(rec + _RUNNING, owner))
 
 
-def _write_all(owner: str) -> bool:
+def _write_all(owner: str, synced: bool) -> bool:
     now = time.time()
     all_ok = True
     for state in list(_states.values()):
@@ -394,14 +403,14 @@ def _write_all(owner: str) -> bool:
         # would count as failing, and flush() return False, until the next record.
         due = (
             state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing
-            or (state.running and now - state.last_beat > HEARTBEAT_EVERY)
+            or (state.running and now - state.last_beat > HEARTBEAT_EVERY) or (synced and state.unsynced)
         )  # fmt: skip
-        if due and not _write(state, owner, now):
+        if due and not _write(state, owner, now, synced):
             all_ok = False
     return all_ok
 
 
-def _write(state: _StoreState, owner: str, now: float) -> bool:
+def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> bool:
     if state.failing and time.monotonic() < state.retry_at:
         _bound(state)
         return False
@@ -413,8 +422,15 @@ def _write(state: _StoreState, owner: str, now: float) -> bool:
         if state.failing or (state.running and now - state.last_beat > HEARTBEAT_EVERY / 2):
             store.heartbeat(owner, now)
             state.last_beat = now
-        if state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
+        if synced and state.unsynced:  # a write() makes the earlier unsynced commits durable too
             store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
+            state.unsynced = False
+        elif state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
+            if synced or state.write_unsynced is None:
+                store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
+            else:
+                state.write_unsynced(state.pending_sessions, state.pending_calls, state.pending_aliases)
+                state.unsynced = True
     except Exception as exc:
         if not state.failing:
             logger.warning(

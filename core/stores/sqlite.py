@@ -2,8 +2,9 @@
 
 One file shared safely by any number of processes: WAL journal, a busy
 timeout, and every batch in one ``BEGIN IMMEDIATE`` transaction with
-``synchronous=FULL``, so a batch is on disk when ``write`` returns. The
-directory is created ``0700`` and the file ``0600``.
+``synchronous=FULL``, so a batch is on disk when ``write`` returns (and so is
+every batch ``write_unsynced`` committed before it). The directory is created
+``0700`` and the file ``0600``.
 """
 
 from __future__ import annotations
@@ -192,7 +193,9 @@ _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
 _TREE_COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, NULL, NULL, error, "
-    "CASE WHEN kind = 'llm' THEN attributes END, started_at, ended_at, owner"
+    "CASE WHEN kind = 'llm' THEN attributes WHEN instr(attributes, '\"attempt\"') "
+    "AND json_extract(attributes, '$.attempt') IS NOT NULL "
+    "THEN json_object('attempt', json_extract(attributes, '$.attempt')) END, started_at, ended_at, owner"
 )
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
@@ -217,6 +220,7 @@ class SQLiteStore(Store):
         self._write_identity: tuple[int, int] | None = None  # the file the writer connection has open
         self._lock = threading.Lock()
         self._prepared = False
+        self._unsynced = False  # a write_unsynced() commit not yet synced by a write()
         _stores.add(self)
 
     # --- files and connections ----------------------------------------------
@@ -309,10 +313,31 @@ class SQLiteStore(Store):
 
     # --- writing --------------------------------------------------------------
     def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
+        self._write_batch(sessions, calls, aliases, synced=True)
+
+    def write_unsynced(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+    ) -> None:
+        """``write()`` without waiting for the disk: atomic, visible to readers and safe if the
+        process dies, but safe from an OS crash or power loss only once a later ``write()`` returns.
+
+        The writer's cycles that no ``flush()`` waits on commit this way: the fsync of every
+        ``synchronous=FULL`` commit was most of what a few-row transaction costs.
+        """
+        self._write_batch(sessions, calls, aliases, synced=False)
+
+    def _write_batch(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow], synced: bool
+    ) -> None:
         with self._lock:
             conn = self._writer()
             try:
+                if not synced:
+                    conn.execute("PRAGMA synchronous = NORMAL")  # WAL: commits are synced at checkpoints only
                 conn.execute("BEGIN IMMEDIATE")
+                if synced and self._unsynced and not (sessions or calls or aliases):
+                    # Nothing to write, but earlier commits to sync: a FULL commit syncs the whole WAL.
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('synced_at', ?)", (repr(time.time()),))
                 if sessions:
                     conn.executemany(UPSERT_SESSION, sessions)
                 if calls:
@@ -335,6 +360,11 @@ class SQLiteStore(Store):
                 if aliases:
                     conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?, ?, ?)", aliases)
                 conn.execute("COMMIT")
+                if synced:
+                    self._unsynced = False
+                else:
+                    self._unsynced = True
+                    conn.execute("PRAGMA synchronous = FULL")  # effects and heartbeats commit synced
             except BaseException as exc:
                 if conn.in_transaction:
                     try:
@@ -342,8 +372,10 @@ class SQLiteStore(Store):
                     except sqlite3.Error:
                         pass
                 if isinstance(exc, sqlite3.Error):
-                    self._drop_writer()
+                    self._drop_writer()  # a new connection starts at synchronous=FULL
                     raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+                if not synced:
+                    conn.execute("PRAGMA synchronous = FULL")
                 raise
 
     def claim_session(self, session_id: str, agent_id: str, at: float) -> bool:
