@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import shlex
 import time
 from typing import TextIO
 
@@ -13,9 +14,9 @@ from ._propagation import ContextThreadPoolExecutor
 from ._session import session_context
 from ._tool import tool
 from ._writer import flush
-from .stores import Store
+from .stores import Store, describe_store, is_default_store, safe_url
 
-__all__ = ["run_demo"]
+__all__ = ["follow_up_lines", "run_demo"]
 
 logger = logging.getLogger("openprogram")
 
@@ -27,9 +28,7 @@ DEMOS = {name: f"{INTEGRATIONS[name].partition(':')[0]}_demo" for name in INTEGR
 def lookup(topic: str) -> str:
     """Look a topic up in a tiny offline encyclopedia."""
     facts = {"sessions": "sessions are durable records of an agent's calls",
-             "context": "context variables follow threads and tasks when copied",
-             "durable": "durable means on disk before flush() returns",
-             "variables": "variables in a ContextVar are per task"}  # fmt: skip
+             "context": "context variables follow threads and tasks when copied"}  # fmt: skip
     return facts.get(topic, f"nothing known about {topic}")
 
 
@@ -41,18 +40,47 @@ async def fetch(topic: str) -> str:
 
 
 @tool
-def summarize(notes: list[str]) -> str:
-    """Summarise notes, double-checking each one in a worker thread."""
+def summarize(notes: dict[str, str]) -> str:
+    """Summarise notes by topic, double-checking each topic in a worker thread."""
+
+    def checked(topic: str) -> str:
+        note = notes[topic]
+        return note if lookup(topic) == note else f"{note} (unconfirmed)"
+
     with ContextThreadPoolExecutor(max_workers=2) as pool:
-        checked = list(pool.map(lambda note: lookup(note.split()[-1]) if " " in note else note, notes))
-    return " / ".join(checked)
+        return "; ".join(pool.map(checked, notes))
 
 
 @tool
 async def research(question: str) -> str:
     """The plain-Python agent: concurrent async fetches, then a threaded summary."""
-    pages = await asyncio.gather(*(fetch(t) for t in ("sessions", "context")))
-    return await asyncio.to_thread(summarize, pages)
+    topics = ("sessions", "context")
+    pages = await asyncio.gather(*(fetch(t) for t in topics))
+    return await asyncio.to_thread(summarize, dict(zip(topics, pages, strict=True)))
+
+
+def _store_words(store: Store) -> tuple[str, bool]:
+    """``--store URL `` reaching ``store`` from a shell (empty for the default store); whether a password is masked."""
+    if is_default_store(store):
+        return "", False
+    url: str = getattr(store, "connect_url", store.url)  # a PostgreSQL store's URL as given
+    if store.url.startswith("sqlite:///"):
+        path = store.url[len("sqlite:///") :]
+        url = store.url if "://" in path else path  # a bare path reads better; one holding "://" would read as a URL
+    shown = safe_url(url)
+    return f"--store {shlex.quote(shown)} ", shown != url
+
+
+def follow_up_lines(store: Store, session_id: str) -> list[str]:
+    """The demo's last lines: the commands that show and continue ``session_id``, as a person can paste them."""
+    if store.url.startswith("memory:"):
+        return ["see it:      not after this process: a memory:// store is gone when it exits"]
+    words, masked = _store_words(store)
+    lines = [f"see it:      openprogram {words}show {session_id}",
+             f"continue it: openprogram {words}demo --session {session_id}"]  # fmt: skip
+    if masked:
+        lines.append("note:        the password is shown as ***: put it back, or set OPENPROGRAM_STORE to the URL")
+    return lines
 
 
 def _prepare_demos() -> None:
@@ -91,7 +119,7 @@ def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
             module = importlib.import_module(module_name)
             module.run_demo(emit)
     flush()
-    emit(f"recorded in {store.url} ({time.perf_counter() - started:.2f}s)")
-    emit(f"see it:      openprogram show {handle.session_id}")
-    emit(f"continue it: openprogram demo --session {handle.session_id}")
+    emit(f"recorded in {describe_store(store)} ({time.perf_counter() - started:.2f}s)")
+    for line in follow_up_lines(store, handle.session_id):
+        emit(line)
     return 0

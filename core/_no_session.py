@@ -1,8 +1,10 @@
 """Calls made with no session open: the no-session policy and the implicit session.
 
 Under the default policy, ``auto``, such a call joins the session a parent process
-exported (see ``export_context``) or else one implicit session per process, whose
-id is logged once; ``warn`` runs it unrecorded; ``error`` raises.
+exported (see ``export_context``) or else one implicit session per process; ``warn``
+runs it unrecorded; ``error`` raises. Every session a process records into with no
+session open is announced once, at WARNING (:func:`announce`): the implicit one, and
+each conversation session a framework run continues (see ``openprogram._runs``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "ENV_PARENT_CALL",
     "ENV_SESSION_ID",
     "ENV_TURN_ID",
+    "announce",
     "current_policy",
     "implicit_session",
     "set_policy",
@@ -46,6 +49,8 @@ _implicit: SessionHandle | None = None
 _implicit_lock = threading.Lock()
 _implicit_rec: tuple[Any, ...] | None = None
 _warned = False
+_announced: set[str] = set()  # sessions this process said it records into with no session open
+_announce_lock = threading.Lock()
 
 
 def set_policy(no_session: str) -> None:
@@ -132,12 +137,23 @@ def _open_implicit(entry: str) -> SessionHandle:
     handle = SessionHandle(session_id, turn_id, None, True, "main", store, new_call_id())
     _implicit_rec = begin_call(handle, None, "turn", "main", None, None, {"implicit": True, "created": True},
                                handle.root_call_id)  # fmt: skip
-    logger.warning(
-        "openprogram: %s ran with no session open; recording into new session %s "
-        "(see it with `openprogram show %s`; continue it with openprogram.session_context(%r))",
-        entry, session_id, session_id, session_id,
-    )  # fmt: skip
+    announce(session_id, entry, "this process's implicit session, for everything run with no session open")
     return handle
+
+
+def announce(session_id: str, entry: str, what: str) -> None:
+    """Say once per process, at WARNING, that ``entry`` records into ``session_id`` (``what`` it is)."""
+    with _announce_lock:
+        if session_id in _announced:
+            return
+        _announced.add(session_id)
+    logger.warning(
+        "openprogram: %s ran with no session open; recording into session %s, %s "
+        "(see it with `openprogram show %s`; to choose the session, run inside openprogram.session_context(...), "
+        "session_context(%r) continues this one; openprogram.configure(no_session='warn' or 'error') "
+        "stops recording runs with no session open)",
+        entry, session_id, what, session_id, session_id,
+    )  # fmt: skip
 
 
 def _close_implicit() -> None:
@@ -150,6 +166,7 @@ def reset() -> None:
     global _policy, _implicit, _implicit_rec, _warned
     _close_implicit()
     _policy, _implicit, _implicit_rec, _warned = None, None, None, False
+    _announced.clear()
 
 
 def _forget_implicit_after_fork() -> None:

@@ -12,7 +12,7 @@ from ._capture import content_captured, dumps
 from ._ids import validate_session_id
 from ._integration import DidNotEnable
 from ._otlp_export import MAX_BATCH, Sender, require_otlp
-from .stores import CallRecord, CallRow, SessionInfo, Store, safe_url
+from .stores import CallRecord, CallRow, SessionInfo, Store, describe_store, safe_url
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -87,7 +87,7 @@ def _selected(store: Store, session_ids: Sequence[str], since: float | None, err
         for session_id in session_ids:
             info = store.get_session(validate_session_id(session_id))
             if info is None:
-                err.write(f"openprogram: no session {session_id!r} in {store.url}\n")
+                err.write(f"openprogram: no session {session_id!r} in {describe_store(store)}\n")
                 return None
             chosen.append(info)
     else:
@@ -125,7 +125,7 @@ def export_command(
     if sessions is None:
         return 1
     if not sessions:
-        out.write(f"no sessions to export in {store.url}\n")
+        out.write(f"no sessions to export in {describe_store(store)}\n")
         return 0
     sender = Sender(endpoint)
     resource, content = default_resource(), content_captured()

@@ -1,22 +1,29 @@
-"""Which session a framework run records into: "this framework run belongs to that session".
+"""Which session a framework run records into: one rule for every adapter.
 
-A framework run with an identity of its own (a LangGraph ``thread_id``, a CrewAI
-flow id or execution id) is bound to the session it runs in; started with no
-session open, it continues the session bound to that identity, from any
-process. :func:`run_session` gives the adapter the ``session_context`` to enter
-around such a run, or None when the run records where it is.
+Inside a session, a run records there, and its identity (if it has one) is bound to
+that session. With no session open, under the ``auto`` policy, a run records into the
+process's implicit session — except a run whose identity names a conversation that
+persists beyond the process (a LangGraph thread's checkpoint, a CrewAI flow's state
+id, a Pydantic AI or Agents SDK conversation id), which continues the session bound to
+that identity, from any process, or starts one. Each such session is announced once
+per process, at WARNING. :func:`run_session` gives the adapter the ``session_context``
+to enter around a run, or None when the run records where it is.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 from ._context import SessionHandle, session_var
 from ._guard import log_once
-from ._session import session_context, session_for_run
+from ._ids import derive_session_id
+from ._no_session import announce, current_policy, implicit_session
+from ._session import bound_session, session_context, session_for_run
+from .stores import open_store
 
 __all__ = ["RunEntry", "last_run_session_id", "run_session"]
 
@@ -31,25 +38,16 @@ def last_run_session_id(framework: str) -> str | None:
 
 
 class RunEntry:
-    """A ``session_context`` for one run, which logs the session it opened (``with`` / ``async with``).
+    """A ``session_context`` for one run of a conversation, announced once per session (``with`` / ``async with``)."""
 
-    ``log=False``: it opens the session silently (a run whose identity already names its
-    session, such as a LangGraph thread, where one log line per run would be noise).
-    """
+    __slots__ = ("context", "conversation", "framework", "what")
 
-    __slots__ = ("context", "framework", "log", "what")
-
-    def __init__(self, context: session_context, framework: str, what: str, log: bool = True) -> None:
-        self.context, self.framework, self.what, self.log = context, framework, what, log
+    def __init__(self, context: session_context, framework: str, what: str, conversation: str) -> None:
+        self.context, self.framework, self.what, self.conversation = context, framework, what, conversation
 
     def _opened(self, handle: SessionHandle) -> SessionHandle:
         _last[self.framework] = handle.session_id
-        if not self.log:
-            return handle
-        logger.info(
-            "openprogram: %s %s ran with no session open; recorded in session %s (see it with `openprogram show %s`)",
-            self.framework, self.what, handle.session_id, handle.session_id,
-        )  # fmt: skip
+        announce(handle.session_id, f"{self.framework} {self.what}", f"the session of its {self.conversation}")
         return handle
 
     def __enter__(self) -> SessionHandle:
@@ -74,23 +72,40 @@ def run_session(
     *,
     namespace: str | None = None,
     runtime: Any = None,
-    log: bool = True,
+    conversation: str | None = None,
+    earlier: Sequence[str] = (),
+    new: bool = False,
 ) -> RunEntry | None:
     """The session to enter around a ``framework`` run (``what`` names it in the log), or None.
 
-    Inside a session: ``key`` (the run's identity, if it has one) is bound to it and None
-    is returned. Outside: the session bound to ``key`` earlier, or one derived from it;
-    with no ``key``, a new session for this run. ``namespace`` scopes the key (default:
-    the framework); ``runtime`` becomes the opened session's ``runtime``; ``log=False``
-    opens it without the log line (see :class:`RunEntry`). Never raises:
-    a failure is logged once and the run records as if no run identity were known.
+    ``key`` is the run's identity when it names a conversation that persists. Inside a
+    session: ``key`` is bound to it and None is returned. Outside, with no ``key``: None,
+    the run records into the implicit session (opened here, so that
+    :func:`last_run_session_id` knows it). Outside, with a ``key``: the session bound to
+    it earlier, else to the first of the ``earlier`` identities the conversation had (a
+    thread's older checkpoints) that is bound, else one derived from ``key``; ``new=True``
+    says the conversation starts now (a new session named after ``key``, nothing looked
+    up). ``namespace`` scopes the keys (default: the framework); ``runtime`` becomes the
+    opened session's ``runtime``; ``conversation`` describes the key in the log. Never
+    raises: a failure is logged once and the run records as if no run identity were known.
     """
     try:
         if session_var.get() is not None:
-            if key is not None:
+            if key is not None and not new:
                 session_for_run(namespace or framework, str(key))
             return None
-        context = session_for_run(namespace or framework, str(key) if key is not None else uuid.uuid4().hex)
+        if key is None:
+            _join_implicit(framework, what)
+            return None
+        if current_policy() != "auto":
+            return None
+        name = namespace or framework
+        if new:
+            # Named after the key, made unique: another process's conversation may reuse the key.
+            fresh = derive_session_id(name, f"{key}-{uuid.uuid4().hex[:16]}")
+            context: session_context | None = session_context(fresh, store=open_store())
+        else:
+            context = _continued(name, str(key), earlier)
     except Exception as exc:
         log_once(framework, "finding the run's session", exc)
         return None
@@ -98,4 +113,21 @@ def run_session(
         return None
     if runtime is not None:
         context.runtime = runtime
-    return RunEntry(context, framework, what, log)
+    return RunEntry(context, framework, what, conversation or f"{name} id {str(key)!r}")
+
+
+def _continued(namespace: str, key: str, earlier: Sequence[str]) -> session_context | None:
+    if earlier and bound_session(namespace, key) is None:
+        for candidate in earlier:
+            found = bound_session(namespace, candidate)
+            if found is not None:
+                return session_context(found[1], store=found[0])
+    return session_for_run(namespace, key)
+
+
+def _join_implicit(framework: str, what: str) -> None:
+    if current_policy() != "auto":
+        return  # the run's own calls apply the policy: unrecorded, or the user's NoSessionError
+    handle = implicit_session(f"{framework} {what}")
+    if handle is not None:
+        _last[framework] = handle.session_id

@@ -37,6 +37,7 @@ __all__ = [
     "ENV_PARENT_CALL",
     "ENV_SESSION_ID",
     "ENV_TURN_ID",
+    "bound_session",
     "export_context",
     "implicit_session",
     "run_with_session",
@@ -143,6 +144,9 @@ class session_context:
         reset_var(session_var, entry.tokens[0])
         try:
             end_call(entry.rec, exc)
+            # The session's "updated" is the end of its latest turn, not the start of it.
+            handle = entry.handle
+            note_session(handle.store, handle.session_id, handle.agent_id, time.time())
         except Exception:
             logger.exception("openprogram: could not record the end of turn %s", entry.handle.turn_id)
         return entry
@@ -264,15 +268,15 @@ _looked_up: dict[tuple[int, str, str], str] = {}  # (id(store), namespace, key) 
 
 
 def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> session_context | None:
-    """Where a framework run with its own identity (a LangGraph thread, a CrewAI flow id) records.
+    """Where a framework run with its own identity (a LangGraph checkpoint, a CrewAI flow id) records.
 
     Inside a session: the identity is bound to that session (durably, in its
     store) and None is returned — record in the current session. Outside any
     session: a :class:`session_context` to enter for the run, continuing the
-    session the identity was bound to earlier (by this process, in whatever store;
-    else by any process, in the default store), or else one whose id is derived
-    from the identity — so every run of one conversation lands in one session.
-    Returns None too when the no-session policy is not ``auto``.
+    session the identity was bound to earlier (see :func:`bound_session`), or
+    else one whose id is derived from the identity — so every run of one
+    conversation lands in one session. Returns None too when the no-session
+    policy is not ``auto``.
     """
     current = session_var.get()
     if current is not None:
@@ -287,21 +291,38 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
         return None
     if current_policy() != "auto":
         return None
-    last = _last_binding.get((namespace, key))
-    if last is not None:
-        return session_context(last[1], agent_id=agent_id, store=last[0])
     try:
-        store = open_store()
+        found = bound_session(namespace, key)
     except Exception as exc:  # a misconfigured store never stops the agent: the run records nothing
         logger.warning("openprogram: cannot open the store for %s run %r: %s", namespace, key, exc)
         return None
+    if found is not None:
+        return session_context(found[1], agent_id=agent_id, store=found[0])
+    store = open_store()
+    session_id = derive_session_id(namespace, key)
+    _looked_up[(id(store), namespace, key)] = session_id  # not looked up again
+    return session_context(session_id, agent_id=agent_id, store=store)
+
+
+def bound_session(namespace: str, key: str) -> tuple[Store, str] | None:
+    """The store and session a framework run identity was bound to, or chosen for, earlier; else None.
+
+    Looked for in this process's bindings (in whatever store), then in the default
+    store, where any process may have bound it. Raises only when the default store
+    cannot be opened; a store that cannot be asked is logged and counts as no binding.
+    """
+    last = _last_binding.get((namespace, key))
+    if last is not None:
+        return last
+    store = open_store()
     session_id = _looked_up.get((id(store), namespace, key))
     if session_id is None:
         try:
             session_id = store.resolve_alias(namespace, key)
         except Exception as exc:  # an unusable store never stops the agent
             logger.warning("openprogram: cannot look up %s run %r in store %s: %s", namespace, key, store.url, exc)
+            return None
         if session_id is None:
-            session_id = derive_session_id(namespace, key)
+            return None
         _looked_up[(id(store), namespace, key)] = session_id
-    return session_context(session_id, agent_id=agent_id, store=store)
+    return store, session_id

@@ -18,7 +18,7 @@ from ._compensations import compensation_for
 from ._effects import Effect
 from ._ids import validate_session_id
 from ._undo import UndoError, describe_effect, undo
-from .stores import Store
+from .stores import Store, describe_store
 
 __all__ = ["run"]
 
@@ -67,7 +67,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write(f"openprogram: cannot import {module!r}: {exc}\n")
             return 2
     if store.get_session(session_id) is None:
-        sys.stderr.write(f"openprogram: no session {session_id!r} in {store.url}\n")
+        sys.stderr.write(f"openprogram: no session {session_id!r} in {describe_store(store)}\n")
         return 1
     plan = undo(session_id, args.turn_id, dry_run=True, store=store)
     scope = f"turn {args.turn_id}" if args.turn_id else "the whole session"

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from ._viewer_api import ViewerApi
 from ._viewer_http import ViewerServer
-from .stores import Store
+from .stores import Store, describe_store
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "is_loopback", "make_server", "serve"]
 
@@ -50,7 +50,7 @@ def serve(store: Store, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, o
     if not is_loopback(host):
         sys.stderr.write(f"openprogram ui: warning: listening on {host}, not only on this machine: anyone who can "
                          "reach it can read every recorded session, inputs and outputs included\n")  # fmt: skip
-    out.write(f"openprogram ui: {server.url}  (store {store.url}; Ctrl-C to stop)\n")
+    out.write(f"openprogram ui: {server.url}  (store {describe_store(store)}; Ctrl-C to stop)\n")
     out.flush()
     if open_browser:
         # A console browser may take over the terminal until it exits: never wait for it.

@@ -11,8 +11,10 @@ the functions executing one tool call (``execute_tool_and_check_finality``, the
 native-call executors). The before-hook begins the call without making it current,
 the tool's own run makes it current for its body only, the after-hook ends it; no
 hook sets a context variable, and a call whose after-hook never comes ends with its
-execution. A run started with no session open records into the session bound to its
-CrewAI identity (flow state id or execution id): see :func:`last_run_session_id`.
+execution. A run started with no session open records into the process's implicit
+session, unless it continues a conversation: a flow state that outlives the run, or an
+execution id its host set; then into the session bound to that identity (see
+:func:`last_run_session_id`).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def last_run_session_id() -> str | None:
     """Id of the session the most recent CrewAI run started with no session open recorded into.
 
     Runs started inside ``openprogram.session_context`` record into that session
-    instead. The id is also logged (logger ``openprogram``, level INFO).
+    instead. The first run into each such session logs its id (logger ``openprogram``,
+    level WARNING).
     """
     return _last_run_session_id(FRAMEWORK)
 
@@ -309,7 +312,8 @@ def _execution_uuid() -> str | None:
 
 
 def _execution_run(what: str) -> RunEntry | None:
-    """A crew or agent run: outside a session it gets one (keyed by CrewAI's execution id, if set)."""
+    """A crew or agent run: outside a session, the implicit session, or the one bound to the execution id
+    its host set before the kickoff (CrewAI mints one only inside the outermost kickoff)."""
     return run_session(FRAMEWORK, what, _execution_uuid(), runtime=what)
 
 
@@ -328,10 +332,20 @@ def _bind_execution(*args: Any, **kwargs: Any) -> None:
 
 
 def _flow_state_id(flow: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The id of the state the flow run continues, when that state outlives the run; else None.
+
+    It does when the caller names it (``inputs["id"]``, ``restore_from_state_id``) or the
+    flow persists its state (``@persist``, a ``persistence`` backend): a later kickoff,
+    here or in another process, can restore it. Else the id is the object's own.
+    """
     inputs = kwargs.get("inputs", args[0] if args else None)
     if isinstance(inputs, dict) and inputs.get("id"):
         return str(inputs["id"])
+    if kwargs.get("restore_from_state_id"):
+        return str(kwargs["restore_from_state_id"])
     try:
+        if getattr(flow, "persistence", None) is None:
+            return None
         value = flow.flow_id
     except Exception:
         return None
@@ -345,7 +359,8 @@ def _flow_run(flow: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
     state_id = _flow_state_id(flow, args, kwargs)
     if state_id is None:
         return _execution_run(what)
-    return run_session(FRAMEWORK, what, state_id, namespace="crewai.flow", runtime=what)
+    return run_session(FRAMEWORK, what, state_id, namespace="crewai.flow", runtime=what,
+                       conversation=f"flow state {state_id!r}")  # fmt: skip
 
 
 def _agent_kickoff(*, awaited: bool) -> Wrap:

@@ -5,13 +5,15 @@ whose second task is delegated by one agent to the other; every tool reads the
 current session, and every model request is an ``llm`` call with its token usage.
 The Writer's model is CrewAI's own OpenAI provider answered by an offline HTTP
 transport, the Lead's a scripted ``BaseLLM`` (no network, no keys); CrewAI's
-telemetry and tracing are switched off before crewai is imported.
+telemetry and tracing are switched off before crewai is imported, and its console
+panels (printed for every flow, verbose or not) only while the demo runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from openprogram import get_current_session
@@ -28,6 +30,25 @@ def prepare() -> None:
     """
     if "crewai" not in sys.modules:
         offline_environment()
+
+
+@contextlib.contextmanager
+def _quiet_console() -> Iterator[None]:
+    """No CrewAI console output in this context (CrewAI's own context-variable switch, restored after)."""
+    try:
+        from crewai.events.utils.console_formatter import (
+            set_suppress_console_output,
+            should_suppress_console_output,
+        )
+    except ImportError:  # a CrewAI without the switch: its panels show
+        yield
+        return
+    before = should_suppress_console_output()
+    set_suppress_console_output(True)
+    try:
+        yield
+    finally:
+        set_suppress_console_output(before)
 
 
 def run_demo(emit: Callable[[str], None]) -> None:
@@ -71,7 +92,8 @@ def run_demo(emit: Callable[[str], None]) -> None:
             output: Any = crew.kickoff(inputs={"topic": topic})  # not streaming: a CrewOutput
             return str(output.raw)
 
-    result: Any = ReportFlow().kickoff()
+    with _quiet_console():
+        result: Any = ReportFlow().kickoff()
     emit(f"crewai: flow -> crew (async task, delegation Lead -> Writer): {result}")
     emit(f"crewai: tools ran in session(s): {', '.join(sorted(sessions))}")
     tokens = sum(llm.get_token_usage_summary().total_tokens for llm in (writer_llm, lead_llm))

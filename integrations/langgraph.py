@@ -1,15 +1,16 @@
 """LangGraph adapter: every graph run, node/task and LangChain tool as a call in the session DAG.
 
 The session of the code that created a run is visible inside every node and tool of that run,
-wherever the run is iterated; a run with a ``thread_id`` and no open session records into the
-session bound to that thread. Graph runs (``stream`` / ``astream``, which every ``invoke``,
-``batch`` and ``astream_events`` goes through) run each step in their creator's context, driven
-from C so that LangGraph's warnings name the caller's line; their ``graph`` call lasts from the
-run's loop entered to the run's end reported to its callback manager. Nodes: ``run_with_retry`` /
-``arun_with_retry`` as bound in ``langgraph.pregel._runner`` (every node, ``Send``, subgraph,
-``@task``, ``ToolNode``; each attempt under a ``RetryPolicy``: :mod:`.langgraph_retries`). Tools:
-``BaseTool.run`` / ``arun``. Chat model requests: :mod:`.langchain_models`. Interrupts and resumes,
-static breakpoints and cache hits are recorded too (the last two by hooks on the loops of the runs that have them).
+wherever the run is iterated; a run with no open session records into its thread's conversation when
+it has a checkpointer (:mod:`.langgraph_threads`), else into the process's implicit session. Graph
+runs (``stream`` / ``astream``, which every ``invoke``, ``batch`` and ``astream_events`` goes
+through) run each step in their creator's context, driven from C so that LangGraph's warnings name
+the caller's line; their ``graph`` call lasts from the run's loop entered to the run's end reported
+to its callback manager. Nodes: ``run_with_retry`` / ``arun_with_retry`` as bound in
+``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``, ``ToolNode``; each attempt
+under a ``RetryPolicy``: :mod:`.langgraph_retries`). Tools: ``BaseTool.run`` / ``arun``. Chat model
+requests: :mod:`.langchain_models`. Interrupts and resumes, static breakpoints and cache hits are
+recorded too (the last two by hooks on the loops of the runs that have them).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from openprogram import NoSessionError
 from openprogram._kit import (
     Integration,
     Opened,
+    RunEntry,
     Target,
     async_frameless_steps_in_current_context,
     call_scope,
@@ -37,12 +39,12 @@ from openprogram._kit import (
     open_call,
     records_itself,
     register_control_flow,
-    run_session,
     wraps_like,
 )
 
 from .langchain_models import CHAT_MODEL_TARGETS
 from .langgraph_retries import NodeCalls, attempts_for
+from .langgraph_threads import athread_entry, bind_latest, thread_entry
 
 __all__ = ["LangGraphIntegration"]
 
@@ -92,6 +94,7 @@ _command_type: type[Any] | None = None
 
 #: LangGraph's internal nodes (``__start__``, ...): not user code, not recorded.
 _RESERVED = ("__start__", "__end__")
+_DEFAULT_NAME = "LangGraph"  # Pregel.name unless given one
 _PUSH = "__pregel_push"  # langgraph._internal._constants.PUSH: the path head of Send / @task tasks
 
 
@@ -132,15 +135,16 @@ class _GraphStart:
     (after its last output and recursion-limit check; also when its stream is closed): its thread's
     session (if any), its ``graph`` call and its state."""
 
-    __slots__ = ("config", "ended", "entered", "entry", "graph", "manager", "resume", "run", "scope", "token")
+    __slots__ = ("config", "ended", "entered", "entry", "graph", "loop", "manager", "name", "resume", "run", "scope",
+                 "token")  # fmt: skip
 
-    def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any], loop: Any) -> None:
         config = _config_of(args, kwargs)
         configurable = config.get("configurable") or {}
         thread_id = configurable.get("thread_id")
-        name = str(getattr(graph, "name", None) or type(graph).__name__)
-        # Inside a session: binds the thread to it. Outside: the thread's session (opened silently).
-        self.entry = None if thread_id is None else run_session(FRAMEWORK, f"graph {name!r}", thread_id, log=False)
+        self.name = name = _graph_name(graph)
+        self.loop = loop
+        self.entry: RunEntry | None = None  # with no session open, the session of the run's thread, if it has one
         inp = _input_of(args, kwargs)
         self.resume: Any = inp.resume if _command_type is not None and isinstance(inp, _command_type) else None
         attributes: dict[str, Any] = {} if thread_id is None else {"thread_id": str(thread_id)}
@@ -168,6 +172,7 @@ class _GraphStart:
             if self.token is not None:
                 with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
                     _run_var.reset(self.token)
+            bind_latest(self.loop)  # the next run of this thread, from any process, continues this session
             if exc is not None and isinstance(exc, _parent_command):
                 self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
             self.scope.set_output(output)  # the final state, an @entrypoint's return value
@@ -219,6 +224,16 @@ def _wrap_lazy_events(original: Callable[..., Any], integration: Integration) ->
     return wraps_like(original)(events)
 
 
+def _graph_name(graph: Any) -> str:
+    """The graph's name; a functional-API ``@entrypoint``'s (one node, LangGraph's default name) is its function's."""
+    name = getattr(graph, "name", None)
+    if name == _DEFAULT_NAME:
+        nodes = getattr(graph, "nodes", None)
+        if isinstance(nodes, dict) and len(nodes) == 1:
+            return str(next(iter(nodes)))
+    return str(name or type(graph).__name__)
+
+
 def _take_start(loop: Any, asynchronous: bool) -> _GraphStart | None:
     """The run this loop belongs to (a ``stream()`` call of ours), ready to begin; None: not recorded."""
     pending = _starting.get()
@@ -226,7 +241,7 @@ def _take_start(loop: Any, asynchronous: bool) -> _GraphStart | None:
         return None
     _starting.set(None)  # the run's own context: its nodes and subgraphs copy it after this
     try:
-        start = _GraphStart(*pending)
+        start = _GraphStart(*pending, loop)
         _hook_end(loop.manager, start, asynchronous)
     except Exception as exc:
         log_once(FRAMEWORK, "stream (preparing the run)", exc)
@@ -272,6 +287,7 @@ def _wrap_enter(original: Callable[..., Any], integration: Integration) -> Calla
         if integration.active:
             start = _take_start(self, asynchronous=False)
             if start is not None:
+                start.entry = thread_entry(self, f"graph {start.name!r}")
                 if start.entry is not None:
                     with guarded(FRAMEWORK, "stream (opening the thread's session)"):
                         start.entry.__enter__()
@@ -291,6 +307,7 @@ def _wrap_aenter(original: Callable[..., Any], integration: Integration) -> Call
         if integration.active:
             start = _take_start(self, asynchronous=True)
             if start is not None:
+                start.entry = await athread_entry(self, f"graph {start.name!r}")
                 if start.entry is not None:
                     with guarded(FRAMEWORK, "astream (opening the thread's session)"):
                         await start.entry.__aenter__()

@@ -17,7 +17,8 @@ The hooks are the SDK's own seams between run, turn, hand-off and tool (the tabl
 :meth:`OpenAIAgentsIntegration.targets`). Tools and guardrails run in the runner's
 asyncio tasks and threads, which copy the context: the session is visible there. A
 run started with no session open records into the session bound to its SDK session id,
-conversation id or trace group id (else a new one): see :func:`last_run_session_id`.
+conversation id or trace group id, else into the process's implicit session: see
+:func:`last_run_session_id`.
 The SDK's own tracing is not touched; openprogram sends nothing anywhere.
 """
 
@@ -140,7 +141,8 @@ def last_run_session_id() -> str | None:
     """Id of the session the most recent run started with no session open recorded into.
 
     Runs started inside ``openprogram.session_context`` record into that session
-    instead. The id is also logged (logger ``openprogram``, level INFO).
+    instead. The first run into each such session logs its id (logger ``openprogram``,
+    level WARNING).
     """
     return _last_run_session_id(FRAMEWORK)
 
@@ -599,6 +601,14 @@ def _begin_request(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], st
     return call
 
 
+def _answer_response(call: ModelCall, response: Any) -> None:
+    output, counts = None, None
+    with guarded(FRAMEWORK, "reading a model response"):
+        output = _reply(response.output) if content_captured() else None
+        counts = _usage(response.usage)
+    call.answered(output, counts)
+
+
 def _requesting(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     """A class's own ``get_response``: the request is one ``llm`` call under the agent's turn."""
 
@@ -606,18 +616,7 @@ def _requesting(original: Callable[..., Any], integration: Integration) -> Calla
         call = _begin_request(self, args, kwargs, stream=False) if integration.active else None
         if call is None:
             return await original(self, *args, **kwargs)
-        try:
-            with call:
-                response = await original(self, *args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        output, counts = None, None
-        with guarded(FRAMEWORK, "reading a model response"):
-            output = _reply(response.output) if content_captured() else None
-            counts = _usage(response.usage)
-        call.answered(output, counts)
-        return response
+        return await call.arun(lambda: original(self, *args, **kwargs), _answer_response)
 
     return wraps_like(original)(get_response)
 

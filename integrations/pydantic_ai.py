@@ -21,8 +21,9 @@ Logfire/OpenTelemetry instrumentation sits too). Its hooks record
 The run's call is current around ``iter``'s block, so the session is visible in everything
 the run does: tools (the threads sync tools run in, the tasks parallel calls run in),
 instructions and system-prompt functions, dependencies, nested agent runs. A run started with
-no session open records into the session bound to its conversation id (passed, or the latest
-one on ``message_history``), else into a new one: see :func:`last_run_session_id`.
+no session open records into the session bound to the conversation it continues (its id passed,
+or the latest one on ``message_history``), else into the process's implicit session: see
+:func:`last_run_session_id`.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def last_run_session_id() -> str | None:
     """Id of the session the most recent Pydantic AI run started with no session open recorded into.
 
     Runs started inside ``openprogram.session_context`` record into that session
-    instead. The id is also logged (logger ``openprogram``, level INFO).
+    instead. The first run into each such session logs its id (logger ``openprogram``,
+    level WARNING).
     """
     return _last_run_session_id(FRAMEWORK)
 
@@ -234,14 +236,7 @@ class _Hooks:
         call = _begin_request(request_context) if self.integration.active else None
         if call is None:
             return await handler(request_context)
-        try:
-            with call:
-                response = await handler(request_context)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
-        _answered(call, response)
-        return response
+        return await call.arun(lambda: handler(request_context), _answered)
 
     async def wrap_tool_validate(
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Callable[[Any], Awaitable[Any]]

@@ -111,7 +111,7 @@ async def _main(emit: Callable[[str], None]) -> None:
         orchestration = SequentialOrchestration(members=[researcher, writer])
         result = await orchestration.invoke(task="A weekend in Lisbon.", runtime=runtime)
         output = await result.get(timeout=30)
-        emit(f"semantic_kernel orchestration (Researcher -> Writer): {output}")
+        emit(f"semantic_kernel orchestration (Researcher -> Writer): {str(output).strip()}")
     finally:
         await runtime.stop_when_idle()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _capture
+from openprogram import _capture, _no_session
 
 _ENV_VARS = (
     "OPENPROGRAM_STORE",
@@ -35,6 +35,14 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in _ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def no_implicit_session() -> Iterator[None]:
+    """Each test starts as a process does: no implicit session yet, nothing announced (its home is new)."""
+    _no_session.reset()
+    yield
+    _no_session.reset()
 
 
 @pytest.fixture(autouse=True)

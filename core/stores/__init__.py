@@ -8,11 +8,20 @@ one is new at each ``open_store("memory://")``, but as the default store, set by
 ``OPENPROGRAM_STORE`` environment variable wins, else
 ``$OPENPROGRAM_HOME/sessions.db`` (``~/.openprogram``); the environment is read
 at each call, not at import.
+
+A store that can never work is refused when opened, with a :class:`StoreError`: an
+unknown scheme, a malformed SQLite URL, a PostgreSQL URL without psycopg installed.
+A SQLite path that can never hold a store (a directory, or a path under a plain
+file) is named in a warning when opened; a directory that is not writable now is an
+outage that may end, warned of at the first write. Either way a recording agent keeps
+running and its records wait, then spill. ``open_store(url, strict=True)`` raises a
+:class:`StoreError` for both, for a command that can do nothing without its store.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 import threading
@@ -43,6 +52,8 @@ __all__ = [
     "Store",
     "StoreError",
     "default_store_url",
+    "describe_store",
+    "is_default_store",
     "on_read",
     "open_store",
     "safe_url",
@@ -54,8 +65,11 @@ _BACKENDS: dict[str, str] = {
     "postgresql": "openprogram.stores.postgres:PostgresStore",
     "postgres": "openprogram.stores.postgres:PostgresStore",
 }
+logger = logging.getLogger("openprogram")
+
 _open: dict[str, Store] = {}
 _lock = threading.Lock()
+_warned_paths: set[Path] = set()  # one warning per unusable SQLite path and process
 # The password runs to the authority's last "@": one that holds an unencoded "@" is masked whole.
 _PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@]*:)[^/?#]*(?P<tail>@)", re.IGNORECASE)
 _PASSWORD_PARAM = re.compile(r"(?P<head>[?&](?:password|sslpassword)=)[^&]*", re.IGNORECASE)
@@ -87,6 +101,81 @@ def path_from_url(url: str) -> Path:
     return Path(url).expanduser()
 
 
+def _scheme(text: str) -> str:
+    scheme, sep, _ = text.partition("://")
+    return scheme.lower() if sep else "sqlite"
+
+
+def _canonical_url(text: str) -> str:
+    """The URL a store opened from ``text`` reports as its ``url`` (SQLite: the absolute path; no password)."""
+    if _scheme(text) == "sqlite":
+        return f"sqlite:///{path_from_url(text).absolute()}"
+    return safe_url(text)
+
+
+def describe_store(store: str | os.PathLike[str] | Store | None = None) -> str:
+    """A person's name for a store: a SQLite store's file path, ``~`` for the home directory; else its URL, no password.
+
+    ``None`` names the default store.
+    """
+    url = store.url if isinstance(store, Store) else default_store_url() if store is None else os.fspath(store)
+    if _scheme(url) != "sqlite":
+        return safe_url(url)
+    path = path_from_url(url).absolute()
+    try:
+        return f"~{os.sep}{path.relative_to(Path.home())}"
+    except (ValueError, RuntimeError):  # not under the home directory, or no home directory known
+        return str(path)
+
+
+def is_default_store(store: Store) -> bool:
+    """Whether ``store`` is the one ``open_store(None)`` would open now, so naming it again is not needed."""
+    try:
+        return store.url == _canonical_url(default_store_url())
+    except StoreError:  # a malformed $OPENPROGRAM_STORE: no store is the default
+        return False
+
+
+def _unusable_path(path: Path) -> tuple[str, bool] | None:
+    """Why SQLite could not create or open a file at ``path`` now, and whether that lasts; None if nothing stops it.
+
+    A directory, or a path under a plain file, can never hold a store; a directory
+    that is not writable may become so (a remount, a permission fixed).
+    """
+    try:
+        if path.is_dir():
+            return "it is a directory", True
+        if path.exists():
+            return None  # an existing file: the first read or write says whether it is a store
+        existing = path.parent
+        while not existing.exists():  # the directories the store would create, up to one that exists
+            existing = existing.parent
+        if not existing.is_dir():
+            return f"{existing} is not a directory", True
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"cannot create files in {existing}", False
+    except OSError as exc:
+        return str(exc), False
+    return None
+
+
+def _check_sqlite_path(path: Path, *, strict: bool) -> None:
+    found = _unusable_path(path)
+    if found is None:
+        return
+    reason, lasting = found
+    message = f"cannot use the SQLite store at {path}: {reason}"
+    if strict:
+        raise StoreError(message)
+    if not lasting:
+        return  # an outage that may end: the writer warns of it at the first write, once
+    with _lock:
+        if path in _warned_paths:
+            return
+        _warned_paths.add(path)
+    logger.warning("openprogram: %s; records wait in memory (then spill) until it can be written", message)
+
+
 def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     target = _BACKENDS.get(scheme)
     if target is None:
@@ -102,24 +191,27 @@ def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     return cls  # every backend's constructor takes its URL (or, for SQLite, its path)
 
 
-def open_store(url: str | os.PathLike[str] | Store | None = None) -> Store:
+def open_store(url: str | os.PathLike[str] | Store | None = None, *, strict: bool = False) -> Store:
     """Return the store for ``url`` (a URL, a path, a store, or None for the default).
 
-    Opening is lazy: nothing touches the disk or network until the first read
-    or write, so an unusable store never fails here. The same URL returns the
-    same store object within a process (``memory://`` without a name is always new,
+    Opening connects to nothing and creates no file: that waits for the first read
+    or write. A URL that can never work raises :class:`StoreError` here (unknown
+    scheme, missing ``openprogram[postgres]``); a SQLite path that can never hold a
+    store is named in one warning, and writes to it wait as for any unavailable store
+    (``strict=True``: a :class:`StoreError` for it, and for a directory not writable
+    now). The same URL returns the same
+    store object within a process (``memory://`` without a name is always new,
     except as the default store: one for the process, so a session continues in it).
     """
     if isinstance(url, Store):
         return url
     text = default_store_url() if url is None else os.fspath(url)
-    scheme, sep, _ = text.partition("://")
-    if not sep:
-        scheme = "sqlite"
-    scheme = scheme.lower()
+    scheme = _scheme(text)
     if scheme == "memory" and text.rstrip("/") == "memory:" and url is not None:
         return _backend("memory", text)(text)  # a throwaway store, each time
     key = f"sqlite:///{path_from_url(text).absolute()}" if scheme == "sqlite" else text
+    if scheme == "sqlite" and (strict or key not in _open):  # checked once, when first opened
+        _check_sqlite_path(Path(key[len("sqlite:///") :]), strict=strict)
     with _lock:
         store = _open.get(key)
         if store is None:

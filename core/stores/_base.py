@@ -411,8 +411,8 @@ class Store(abc.ABC):
 
     def iter_tree_rows(self, session_id: str) -> Iterator[CallRow]:
         """Raw rows for drawing a call tree: captures left out (None) but for the attributes
-        (JSON text) of ``llm`` calls, ``interrupted`` resolved. The attributes of a call or turn
-        with journaled effects are ``{"effect": note}`` (see :class:`_EffectNotes`).
+        (JSON text) of ``llm`` calls and the ``{"attempt": n}`` of a retried call, ``interrupted``
+        resolved. A call or turn with journaled effects has ``"effect": note`` too (see :class:`_EffectNotes`).
 
         The cheapest way to read a large session: no record object per call.
         """
@@ -469,6 +469,14 @@ def _note(states: list[str], turn: bool) -> str | None:
     return next((note for state, note in _NOTES if state in states), "undoable")
 
 
+def attempt_only(attributes: str | None) -> str | None:
+    """A non-``llm`` call's attributes as a tree row keeps them: only the attempt number of a retried call."""
+    if not attributes or '"attempt"' not in attributes:
+        return None
+    attempt = json.loads(attributes).get("attempt")
+    return None if attempt is None else json.dumps({"attempt": attempt})
+
+
 class _EffectNotes:
     """How the calls and turns of one session stand with their effects, for reads to show.
 
@@ -515,11 +523,11 @@ class _EffectNotes:
         return merged
 
     def marked(self, row: CallRow) -> CallRow:
-        """A tree row with its effect note as its attributes (an ``llm`` call keeps its own)."""
+        """A tree row with its effect note added to its attributes (an ``llm`` call keeps its own)."""
         note = self.note(row)
         if note is None or row[4] == "llm":
             return row
-        return (*row[:11], json.dumps({"effect": note}), *row[12:])
+        return (*row[:11], json.dumps({**(json.loads(row[11]) if row[11] else {}), "effect": note}), *row[12:])
 
 
 class _Liveness:

@@ -15,6 +15,7 @@ from ._base import (
     SessionInfo,
     SessionRow,
     Store,
+    attempt_only,
     effect_changes,
     tokens_of,
 )
@@ -124,7 +125,7 @@ class MemoryStore(Store):
         with self._lock:
             rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
         if not captures:
-            rows = [(*r[:8], None, None, r[10], r[11] if r[4] == "llm" else None, *r[12:]) for r in rows]
+            rows = [(*r[:8], None, None, r[10], r[11] if r[4] == "llm" else attempt_only(r[11]), *r[12:]) for r in rows]
         rows.sort(key=lambda r: (r[12], r[0]))
         return iter(rows)
 

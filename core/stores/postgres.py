@@ -7,7 +7,9 @@ created on first use under an advisory lock (safe when many processes start at
 once) and versioned in a ``meta`` table; later versions of openprogram migrate
 it by appending to :data:`MIGRATIONS`.
 
-Nothing connects at construction: the first read or write does, with a short
+psycopg is imported when the store is opened, so a missing extra is a clear
+:class:`StoreError` then, not an outage at the first write. Nothing connects at
+construction: the first read or write does, with a short
 connect timeout (``connect_timeout`` in the URL wins). ``url`` never contains a
 password; the full URL is kept in :attr:`PostgresStore.connect_url` for child
 processes and is never logged.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import logging
 import os
 import re
@@ -49,12 +52,15 @@ from ._base import (
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "MISSING_DRIVER", "SCHEMA_VERSION", "PostgresStore"]
 
 logger = logging.getLogger("openprogram")
 
 #: Where the tables go unless the URL says ``schema=NAME``: apart from the application's own tables.
 DEFAULT_SCHEMA = "openprogram"
+
+#: The one sentence a missing driver gets, from ``open_store`` and so from the command line.
+MISSING_DRIVER = "the PostgreSQL store needs psycopg: pip install 'openprogram[postgres]'"
 
 #: Seconds to wait for a connection unless the URL says otherwise.
 CONNECT_TIMEOUT = 5
@@ -132,7 +138,9 @@ _COLUMNS = (
 # What a call tree needs: the captures are never read.
 _TREE_COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
-    "NULL, NULL, error, CASE WHEN kind = 'llm' THEN attributes END, started_at, ended_at, owner"
+    "NULL, NULL, error, CASE WHEN kind = 'llm' THEN attributes "
+    "WHEN position('\"attempt\"' in attributes) > 0 AND attributes::json -> 'attempt' IS NOT NULL "
+    "THEN json_build_object('attempt', attributes::json -> 'attempt')::text END, started_at, ended_at, owner"
 )
 _STAGE = "CREATE TEMP TABLE IF NOT EXISTS openprogram_stage (LIKE calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 # A running row may be replaced by its final row; a final row is never replaced.
@@ -240,6 +248,10 @@ class PostgresStore(Store):
     """A store in a PostgreSQL database (psycopg 3), shared by any number of processes and hosts."""
 
     def __init__(self, url: str) -> None:
+        try:
+            importlib.import_module("psycopg")
+        except ImportError:
+            raise StoreError(MISSING_DRIVER) from None
         self._conninfo, self.schema, self._secrets = _split_url(url)
         self._connect_url = url
         self.url = safe_url(url)
@@ -287,13 +299,9 @@ class PostgresStore(Store):
 
     # --- connections -----------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        try:
-            import psycopg
-            from psycopg.conninfo import conninfo_to_dict
-        except ImportError as exc:  # pragma: no cover - the extra is missing
-            raise StoreError(
-                f"the PostgreSQL store needs an extra: pip install 'openprogram[postgres]' ({exc})"
-            ) from exc
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
         options: dict[str, Any] = {"autocommit": True, "application_name": "openprogram"}
         try:
             given = conninfo_to_dict(self._conninfo)

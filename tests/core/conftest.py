@@ -7,6 +7,7 @@ from the root conftest; the process-wide no-session state is reset around each t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -64,6 +65,15 @@ def one(store: openprogram.Store, session_id: str, name: str) -> openprogram.Cal
     found = calls_by_name(store, session_id).get(name, [])
     assert len(found) == 1, f"expected one call {name!r}, found {len(found)}"
     return found[0]
+
+
+def openprogram_command() -> list[str]:
+    """The installed console script next to this interpreter (else ``python -m openprogram``)."""
+    script = Path(sys.executable).with_name("openprogram")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("openprogram")
+    return [found] if found else [sys.executable, "-m", "openprogram"]
 
 
 def python_env(**extra: str) -> dict[str, str]:

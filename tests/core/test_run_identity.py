@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import openprogram
 import pytest
 from openprogram._session import session_for_run
@@ -72,3 +74,60 @@ def test_not_auto_policy_returns_none() -> None:
 def test_misconfigured_store_never_raises_into_the_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENPROGRAM_STORE", "bogus://nowhere")
     assert session_for_run("langgraph", "thread-misconfigured") is None
+
+
+# --- run_session: the one no-session rule ------------------------------------------------------
+
+
+def test_a_run_without_a_conversation_records_into_the_implicit_session(caplog: pytest.LogCaptureFixture) -> None:
+    from openprogram._runs import last_run_session_id, run_session
+
+    caplog.set_level(logging.INFO, logger="openprogram")
+    assert run_session("toy", "run 'a'") is None  # nothing to enter: the run's calls take the implicit session
+    implicit = openprogram.implicit_session()
+    assert implicit is not None and last_run_session_id("toy") == implicit.session_id
+    assert run_session("toy", "run 'b'") is None
+    said = [r for r in caplog.records if implicit.session_id in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert "configure(no_session=" in said[0].getMessage()
+
+
+def test_a_conversation_session_is_announced_once_per_session(caplog: pytest.LogCaptureFixture) -> None:
+    from openprogram._runs import last_run_session_id, run_session
+
+    caplog.set_level(logging.INFO, logger="openprogram")
+    for _ in range(3):
+        entry = run_session("toy", "run 'c'", "conversation-1", conversation="chat 'conversation-1'")
+        assert entry is not None
+        with entry as handle:
+            pass
+    assert last_run_session_id("toy") == handle.session_id == "toy-conversation-1"
+    said = [r.getMessage() for r in caplog.records if handle.session_id in r.getMessage()]
+    assert len(said) == 1 and "chat 'conversation-1'" in said[0] and "openprogram show toy-conversation-1" in said[0]
+
+
+def test_a_new_conversation_gets_a_new_session_named_after_its_key() -> None:
+    from openprogram._runs import run_session
+
+    sessions = []
+    for _ in range(2):
+        entry = run_session("toy", "run 'd'", "1", new=True)
+        assert entry is not None
+        with entry as handle:
+            sessions.append(handle.session_id)
+    assert sessions[0] != sessions[1] and all(s.startswith("toy-1-") for s in sessions)
+
+
+def test_an_unbound_key_continues_the_session_of_an_earlier_identity() -> None:
+    from openprogram._runs import run_session
+
+    with openprogram.session_context() as h:
+        assert session_for_run("toy.state", "older") is None  # bound to h
+    entry = run_session("toy", "run 'e'", "newer", namespace="toy.state", earlier=["unknown", "older"])
+    assert entry is not None
+    with entry as resumed:
+        assert resumed.session_id == h.session_id
+    fresh = run_session("toy", "run 'f'", "newest", namespace="toy.state", earlier=["unknown"])
+    assert fresh is not None
+    with fresh as derived:
+        assert derived.session_id == "toy.state-newest"

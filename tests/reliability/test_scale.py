@@ -70,9 +70,9 @@ def test_show_of_a_100k_call_session_is_summarised(wide_session: tuple[str, str]
     assert f"{scaled(10_000) * 10 + 2} calls" in lines[0]
     assert len(lines) < 30, "\n".join(lines)
     text = out.getvalue()
-    assert f"... {scaled(10_000) - 2} more node agent [ok]" in text
-    assert f"{(scaled(10_000) - 2) * 9} nested calls" in text
-    assert "... 7 more tool step [ok]" in text
+    assert f"... {scaled(10_000) - 3} more node agent [ok]" in text
+    assert f"{(scaled(10_000) - 3) * 9} nested calls" in text
+    assert "... 6 more tool step [ok]" in text
 
 
 def test_show_caps_lines_when_siblings_do_not_repeat(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import time
@@ -153,6 +154,31 @@ def test_record_fields_round_trip(store: Store) -> None:
         "ended_at": started + 0.25,
         "attributes": {"step": 3},
     }
+
+
+def test_tree_rows_keep_a_model_calls_attributes_and_a_retried_calls_attempt_only(store: Store) -> None:
+    llm = (
+        *row("m", started=1.0)[:4],
+        "llm",
+        "gpt",
+        None,
+        "ok",
+        None,
+        None,
+        None,
+        '{"model": "gpt"}',
+        1.0,
+        2.0,
+        "h:1:x",
+    )
+    retried = (*row("n", started=1.5)[:11], '{"attempt": 2, "thread_id": "t"}', *row("n", started=1.5)[12:])
+    mentions = (*row("o", started=1.7)[:11], '{"note": "no \\"attempt\\" key here"}', *row("o", started=1.7)[12:])
+    other = (*row("p", started=1.8)[:11], '{"thread_id": "t"}', *row("p", started=1.8)[12:])
+    store.write([("s1", "a", 1.0, 1.0)], [llm, retried, mentions, other])
+    attributes = {found[0]: found[11] for found in store.iter_tree_rows("s1")}
+    assert json.loads(attributes["m"]) == {"model": "gpt"}
+    assert json.loads(attributes["n"]) == {"attempt": 2}
+    assert attributes["o"] is None and attributes["p"] is None
 
 
 def test_list_sessions_most_recent_first_with_counts_and_limit(store: Store) -> None:

@@ -2,8 +2,9 @@
 
 CrewAI runs sync flow methods with ``asyncio.to_thread``, so how two concurrent start
 methods interleave depends on whether the loop's default executor has idle threads.
-A flow run with no session open enters a session around it: that must not use the
-loop's default executor before the flow's own work does.
+A flow run with no session open records into the implicit session, or enters its
+conversation's session around it (a flow state that outlives the run): neither may use
+the loop's default executor before the flow's own work does.
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def test_concurrent_start_methods_interleave_as_without_openprogram(entry: str) 
     openprogram.instrument("crewai")
     instrumented = [_started(entry) for _ in range(3)]
     assert instrumented == plain
-    session_id = adapter.last_run_session_id()  # each run opened a session: the path that must not differ
+    session_id = adapter.last_run_session_id()  # the runs went to the implicit session: no session each
     assert session_id is not None
-    assert len(by_kind(calls(openprogram.open_store(), session_id), "flow")) == 1
+    assert len(by_kind(calls(openprogram.open_store(), session_id), "flow")) == 3
 
 
 class _FirstStep(Flow):  # type: ignore[type-arg]
@@ -83,4 +84,8 @@ def test_a_session_less_flow_run_leaves_the_loops_default_executor_alone() -> No
     untouched_plain = asyncio.run(_FirstStep().kickoff_async())
     openprogram.instrument("crewai")
     assert asyncio.run(_FirstStep().kickoff_async()) is untouched_plain is True
-    assert adapter.last_run_session_id() is not None
+    implicit = adapter.last_run_session_id()
+    assert implicit is not None
+    # A named state is a conversation: its own session, entered around the run.
+    assert asyncio.run(_FirstStep().kickoff_async(inputs={"id": "state-1"})) is True
+    assert adapter.last_run_session_id() not in (None, implicit)

@@ -45,7 +45,7 @@ async def test_an_entrypoints_output_is_its_return_value(store: Any, asynchronou
     async with openprogram.session_context(store=store) as h:
         result = await double.ainvoke(21) if asynchronous else double.invoke(21)
     assert result == {"doubled": 42}
-    assert one(calls(store, h.session_id), "LangGraph", "graph").output == {"doubled": 42}
+    assert one(calls(store, h.session_id), "double", "graph").output == {"doubled": 42}
 
 
 def test_a_subgraphs_output_is_its_own_final_state(store: Any) -> None:

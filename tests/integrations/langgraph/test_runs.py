@@ -180,7 +180,7 @@ def test_functional_api_entrypoint_and_tasks(store: Any) -> None:
     with openprogram.session_context(store=store) as h:
         assert workflow.invoke([1, 2, 3]) == 12
     records = calls(store, h.session_id)
-    graph_call = one(records, "LangGraph", "graph")  # LangGraph names entrypoint graphs so
+    graph_call = one(records, "workflow", "graph")  # named after the entrypoint (LangGraph names it "LangGraph")
     entry = one(records, "workflow", "node")
     assert entry.parent_id == graph_call.call_id
     tasks = [c for c in by_kind(records, "node") if c.name == "double"]

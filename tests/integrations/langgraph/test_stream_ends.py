@@ -103,4 +103,4 @@ def test_instrument_imports_no_langgraph_and_a_graph_built_after_importing_it_is
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["imported"] == []
     assert result["out"] == 4
-    assert result["calls"] == [["graph", "LangGraph"], ["node", "double"], ["turn", "main"]]
+    assert result["calls"] == [["graph", "double"], ["node", "double"], ["turn", "main"]]

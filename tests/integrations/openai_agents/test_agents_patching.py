@@ -45,7 +45,7 @@ def test_agents_tools_and_models_built_before_instrument_are_recorded(store: Sto
         """A user's model class defined before instrument()."""
 
     agent = _clerk(EarlyModel([[("lookup", {"key": "a"})], "done"], "early-model"))
-    assert openprogram.instrument("openai_agents") == {"agents"}
+    assert "agents" in openprogram.instrument("openai_agents")  # with every other adapter still enabled
     with openprogram.session_context(store=store) as h:
         assert Runner.run_sync(agent, "go").final_output == "done"
     assert tree(calls(store, h.session_id)) == [line.replace("scripted-offline", "early-model") for line in TREE]

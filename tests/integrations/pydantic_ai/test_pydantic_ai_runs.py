@@ -231,7 +231,7 @@ def test_a_failing_run_is_an_agent_error_and_the_same_exception_reaches_the_call
 
 
 @pytest.mark.usefixtures("instrumented")
-def test_a_run_with_no_session_records_into_a_new_session_and_its_continuation_joins_it() -> None:
+def test_runs_with_no_session_record_into_the_implicit_session_and_a_continuation_joins_it() -> None:
     agent = _weather_agent(TestModel())
     first = agent.run_sync("weather?")
     session_id = last_run_session_id()
@@ -239,12 +239,14 @@ def test_a_run_with_no_session_records_into_a_new_session_and_its_continuation_j
     second = agent.run_sync("and tomorrow?", message_history=first.all_messages())
     assert last_run_session_id() == session_id  # the same conversation: the same session
     agent.run_sync("a new conversation")
-    assert last_run_session_id() != session_id
+    assert last_run_session_id() == session_id  # no conversation to continue: the implicit session too
+    implicit = openprogram.implicit_session()
+    assert implicit is not None and implicit.session_id == session_id
     openprogram.flush()
     store = openprogram.open_store()
     runs = [r for r in store.list_calls(session_id) if r.kind == "agent"]
-    assert [r.inputs for r in runs] == [{"prompt": "weather?"}, {"prompt": "and tomorrow?"}]
-    assert {attributes(r)["conversation_id"] for r in runs} == {first.conversation_id, second.conversation_id}
+    assert [r.inputs for r in runs][:2] == [{"prompt": "weather?"}, {"prompt": "and tomorrow?"}]
+    assert {attributes(r)["conversation_id"] for r in runs[:2]} == {first.conversation_id, second.conversation_id}
 
 
 @pytest.mark.usefixtures("instrumented")

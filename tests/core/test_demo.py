@@ -1,0 +1,106 @@
+"""``openprogram demo``: its output is its own, and the commands it prints work as printed."""
+
+from __future__ import annotations
+
+import io
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import openprogram
+import pytest
+from openprogram._cli import main as cli_main
+from openprogram._demo import DEMOS, follow_up_lines
+
+from .conftest import openprogram_command, python_env
+
+# Every line the demo itself prints starts with one of these (framework lines with the framework's name).
+OWN_PREFIXES = ("new session ", "continuing session ", "plain python: ", "recorded in ", "see it: ",
+                "continue it: ", "note: ", "openai_agents ", *(f"{name}" for name in DEMOS))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    store_path: Path
+    stdout: str
+    stderr: str
+    returncode: int
+
+    def command(self, label: str) -> list[str]:
+        """The words of the command printed after ``label``, without the program name."""
+        line = next(line for line in self.stdout.splitlines() if line.startswith(label))
+        words = shlex.split(line[len(label) :])
+        assert words[0] == "openprogram", line
+        return words[1:]
+
+
+@pytest.fixture(scope="module")
+def first_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """A first ``openprogram demo`` on a fresh machine: new HOME and OPENPROGRAM_HOME, a store of its own.
+
+    The store's directory has a space and a quote in its name, so the printed ``--store`` must be quoted.
+    """
+    root = tmp_path_factory.mktemp("first-demo")
+    store_path = root / "it's my dir" / "demo.db"
+    env = python_env(HOME=str(root / "home"), OPENPROGRAM_HOME=str(root / "ophome"))
+    for name in [n for n in env if n.startswith(("OPENPROGRAM_STORE", "CREWAI_", "OTEL_"))]:
+        del env[name]
+    result = subprocess.run([*openprogram_command(), "--store", str(store_path), "demo"], env=env,
+                            capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    return DemoRun(store_path, result.stdout, result.stderr, result.returncode)
+
+
+def test_first_demo_prints_only_its_own_lines(first_demo: DemoRun) -> None:
+    assert first_demo.returncode == 0, first_demo.stderr
+    foreign = [line for line in first_demo.stdout.splitlines() if not line.startswith(OWN_PREFIXES)]
+    assert foreign == [], first_demo.stdout
+    assert "Traceback" not in first_demo.stderr, first_demo.stderr
+
+
+def test_plain_python_line_reads_as_a_success(first_demo: DemoRun) -> None:
+    line = next(line for line in first_demo.stdout.splitlines() if line.startswith("plain python: "))
+    assert "nothing known" not in line
+    assert "sessions are durable records" in line and "context variables follow threads" in line
+
+
+def test_printed_commands_reach_a_store_that_is_not_the_default(first_demo: DemoRun) -> None:
+    assert first_demo.returncode == 0, first_demo.stderr
+    show = first_demo.command("see it:")
+    assert show[:2] == ["--store", str(first_demo.store_path)]
+    session_id = show[-1]
+    out = io.StringIO()
+    assert cli_main(show, out=out) == 0  # run as printed: it shows the session just recorded
+    assert "research" in out.getvalue() and "summarize" in out.getvalue()
+    assert first_demo.command("continue it:") == [*show[:2], "demo", "--session", session_id]
+    assert f"recorded in {first_demo.store_path} (" in first_demo.stdout
+
+
+def test_the_default_store_needs_no_store_option(isolated_home: Path) -> None:
+    assert follow_up_lines(openprogram.open_store(), "s1") == [
+        "see it:      openprogram show s1",
+        "continue it: openprogram demo --session s1",
+    ]
+
+
+def test_a_store_set_by_openprogram_store_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{path}")
+    assert follow_up_lines(openprogram.open_store(path), "s1")[0] == "see it:      openprogram show s1"
+    monkeypatch.delenv("OPENPROGRAM_STORE")
+    assert follow_up_lines(openprogram.open_store(path), "s1")[0] == f"see it:      openprogram --store {path} show s1"
+
+
+def test_a_password_is_never_printed() -> None:
+    pytest.importorskip("psycopg")  # only to construct the store: nothing connects
+    store = openprogram.open_store("postgresql://agent:pa%20ss@db.internal:5432/app?sslmode=require")
+    lines = follow_up_lines(store, "s1")
+    assert all("pa%20ss" not in line and "pa ss" not in line for line in lines), lines
+    shown = "'postgresql://agent:***@db.internal:5432/app?sslmode=require'"
+    assert lines[0] == f"see it:      openprogram --store {shown} show s1"
+    assert lines[-1].startswith("note:") and "OPENPROGRAM_STORE" in lines[-1]
+
+
+def test_a_memory_store_promises_no_later_command() -> None:
+    lines = follow_up_lines(openprogram.open_store("memory://demo"), "s1")
+    assert lines == ["see it:      not after this process: a memory:// store is gone when it exits"]
