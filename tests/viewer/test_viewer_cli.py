@@ -14,6 +14,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram.stores import describe_store
 
 from .viewer_support import wait_for
 
@@ -74,7 +75,7 @@ def _sessions(url: str) -> list[str]:
 def test_ui_prints_its_url_and_serves_the_store_it_was_given(run_ui: RunUi, store_url: str) -> None:
     ui = run_ui("--store", store_url, "ui", "--no-browser", "--port", "0")
     assert ui.first_line.startswith("openprogram ui: http://127.0.0.1:")
-    assert f"(store {store_url}; Ctrl-C to stop)" in ui.first_line
+    assert f"(store {describe_store(store_url)}; Ctrl-C to stop)" in ui.first_line  # its path, for a person
     assert _sessions(ui.url) == ["ui-session"]
 
 
