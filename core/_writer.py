@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import _ids
 from ._blocking import run_blocking
@@ -129,18 +129,12 @@ class _Marker:
         self.callbacks: list[Callable[[bool], None]] = []
 
 
-class _UnsyncedWrite(Protocol):
-    def __call__(self, sessions: list[SessionRow], calls: CallRows, aliases: list[AliasRow]) -> None: ...
-
-
 class _StoreState:
     """What the writer knows about one store: its outage and its backlog."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        # A store's optional write_unsynced (see stores.sqlite): a commit that is durable at the next write().
-        self.write_unsynced: _UnsyncedWrite | None = getattr(store, "write_unsynced", None)
-        self.unsynced = False  # committed with write_unsynced since the last write
+        self.unsynced = False  # committed with write_unsynced since the last write (see Store.syncs_later)
         self.pending_sessions: list[SessionRow] = []
         self.pending_calls = CallRows()  # flat: no tuple per row for the GC to track
         self.pending_aliases: list[AliasRow] = []
@@ -426,10 +420,10 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
             store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
             state.unsynced = False
         elif state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
-            if synced or state.write_unsynced is None:
+            if synced or not store.syncs_later:
                 store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
             else:
-                state.write_unsynced(state.pending_sessions, state.pending_calls, state.pending_aliases)
+                store.write_unsynced(state.pending_sessions, state.pending_calls, state.pending_aliases)
                 state.unsynced = True
     except Exception as exc:
         if not state.failing:

@@ -299,6 +299,16 @@ class Store(abc.ABC):
         latest ``updated_at``; an alias row replaces the alias of the same key.
         """
 
+    #: Whether :meth:`write_unsynced` commits without syncing, so that a later :meth:`write` must follow.
+    syncs_later = False
+
+    def write_unsynced(
+        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+    ) -> None:
+        """:meth:`write` for a batch nobody waits on: a backend may leave it durable only once a later
+        :meth:`write` returns (atomic and visible all the same). The default is :meth:`write`."""
+        self.write(sessions, calls, aliases)
+
     def heartbeat(self, owner: str, at: float) -> None:  # noqa: B027 - optional for backends
         """Note that ``owner`` (host:pid:nonce) is alive and has calls running."""
 

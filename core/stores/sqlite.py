@@ -315,6 +315,8 @@ class SQLiteStore(Store):
     def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         self._write_batch(sessions, calls, aliases, synced=True)
 
+    syncs_later = True
+
     def write_unsynced(
         self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
     ) -> None:
