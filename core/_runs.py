@@ -13,7 +13,7 @@ to enter around a run, or None when the run records where it is.
 from __future__ import annotations
 
 import logging
-import uuid
+import secrets
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -102,7 +102,7 @@ def run_session(
         name = namespace or framework
         if new:
             # Named after the key, made unique: another process's conversation may reuse the key.
-            fresh = derive_session_id(name, f"{key}-{uuid.uuid4().hex[:16]}")
+            fresh = derive_session_id(name, f"{key}-{secrets.token_hex(8)}")  # not uuid4: programs patch it
             context: session_context | None = session_context(fresh, store=open_store())
         else:
             context = _continued(name, str(key), earlier)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 import openprogram
 import pytest
@@ -116,6 +117,21 @@ def test_a_new_conversation_gets_a_new_session_named_after_its_key() -> None:
         with entry as handle:
             sessions.append(handle.session_id)
     assert sessions[0] != sessions[1] and all(s.startswith("toy-1-") for s in sessions)
+
+
+def test_a_new_conversation_draws_nothing_from_uuid4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programs make ``uuid4`` deterministic in their tests (LangGraph's own suite does); a draw of
+    ours would shift every id the program makes after it."""
+    from openprogram._runs import run_session
+
+    drawn: list[uuid.UUID] = []
+    real = uuid.uuid4
+    monkeypatch.setattr(uuid, "uuid4", lambda: drawn.append(real()) or drawn[-1])
+    entry = run_session("toy", "run 'g'", "2", new=True)
+    assert entry is not None
+    with entry:
+        pass
+    assert drawn == []
 
 
 def test_an_unbound_key_continues_the_session_of_an_earlier_identity() -> None:
