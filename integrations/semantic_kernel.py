@@ -37,6 +37,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 import openprogram
@@ -150,10 +151,6 @@ def _chunk_text(item: Any) -> str | None:
         return ""
 
 
-def _int_json(value: Any) -> str:
-    return str(value) if type(value) is int else "null"
-
-
 # --- kernel function filters -------------------------------------------------------------------
 
 # What the auto-function-invocation filter knows about the function it is about to run (the
@@ -183,53 +180,41 @@ def _wrap_call_stack(original: Callable[..., Any], integration: Integration) -> 
         if not integration.active:
             return original(self, filter_type, inner_function)
         stack = original(self, filter_type, inner_function)
-        # Stacks are built for each invocation; a closure is cheaper to call than a partial.
+        # Stacks are built for each invocation; a positional partial is called in C, with no frame of its own.
         if filter_type == function_type:
-
-            async def function_stack(context: Any) -> None:
-                await _function_filter(context, stack)
-
-            return function_stack
+            return partial(_function_filter, stack)
         if filter_type == auto_type:
-
-            async def auto_stack(context: Any) -> None:
-                await _auto_function_filter(context, stack)
-
-            return auto_stack
+            return partial(_auto_function_filter, stack)
         prompt = _pending_prompt.get()
         if filter_type == render_type and prompt is not None and not prompt.rendered:
-
-            async def render_stack(context: Any) -> None:
-                await _render_filter(context, stack, prompt)
-
-            return render_stack
+            return partial(_render_filter, stack, prompt)
         return stack
 
     return wraps_like(original)(construct_call_stack)
 
 
-def _describe_function(context: Any) -> tuple[str, Any, str | None, bool]:
-    """Name, inputs and attributes of the function about to run, and whether it is the model's tool call."""
-    pending = _auto_call.get()
-    matched = pending is not None and pending[0] is context.function
-    attributes = pending[1] if pending is not None and matched else None
-    if context.is_streaming:
-        attributes = '{"streaming":true}' if attributes is None else attributes[:-1] + ',"streaming":true}'
-    return _function_name(context.function), context.arguments, attributes, matched
-
-
-async def _function_filter(context: Any, next: Callable[[Any], Awaitable[None]]) -> None:
+async def _function_filter(next: Callable[[Any], Awaitable[None]], context: Any) -> None:
     """Outermost function-invocation filter: one ``function`` call per function execution."""
     # try/except, not guarded(): this runs for every function (a `with` costs three calls).
     try:
-        name, arguments, attributes, matched = _describe_function(context)
-        built_by_invoke_prompt = _prompt_requested.get() and context.function.is_prompt
+        function = context.function
+        pending = _auto_call.get()
+        matched = pending is not None and pending[0] is function
+        attributes = pending[1] if pending is not None and matched else None
+        if context.is_streaming:
+            attributes = '{"streaming":true}' if attributes is None else attributes[:-1] + ',"streaming":true}'
+        is_prompt = function.metadata.is_prompt  # the field, not the property that reads it
+        if _prompt_requested.get() and is_prompt:  # the function invoke_prompt built
+            built_by_invoke_prompt = True
+        else:
+            built_by_invoke_prompt = False
+            name = _function_name(function)
     except Exception as error:
         log_once(FRAMEWORK, "the function-invocation filter (start)", error)
         return await next(context)
     if built_by_invoke_prompt:
         return await _prompt_filter(context, next, attributes)
-    opened = open_call("function", name, FRAMEWORK, arguments, attributes)  # logs its own errors
+    opened = open_call("function", name, FRAMEWORK, context.arguments, attributes)  # logs its own errors
     if opened is None:
         return await next(context)
     if matched:
@@ -241,11 +226,13 @@ async def _function_filter(context: Any, next: Callable[[Any], Awaitable[None]])
         raise
     output = None
     try:
-        stream = _stream_returned(context)
-        if stream is not None:
-            _drive_under(_FunctionStream.of(opened, FRAMEWORK, detach=True), context, stream)
-            return
-        output = _function_output(context)
+        result = context.result
+        if result is not None:
+            value = result.value
+            if context.is_streaming and (inspect.isasyncgen(value) or inspect.isgenerator(value)):
+                _drive_under(_FunctionStream.of(opened, FRAMEWORK, detach=True), context, value)
+                return
+            output = str(result) if is_prompt else value  # a prompt's completion text, not its messages
     except Exception as error:
         log_once(FRAMEWORK, "the function-invocation filter (end)", error)
     close_call(opened, None, output)
@@ -270,16 +257,18 @@ def _drive_under(call: _FunctionStream, context: Any, stream: Any) -> None:
         owner.stream = call
 
 
-async def _auto_function_filter(context: Any, next: Callable[[Any], Awaitable[None]]) -> None:
+async def _auto_function_filter(next: Callable[[Any], Awaitable[None]], context: Any) -> None:
     """Outermost auto-function-invocation filter: tells the function filter it runs a model's tool call."""
     token = None
     try:
         call = getattr(context, "function_call_content", None)  # absent in SK 1.30
+        request, function = context.request_sequence_index, context.function_sequence_index
+        count = context.function_count
         # Built as JSON text here: SK's own counters and the model's call id.
         attributes = (
-            f'{{"auto_invoked":true,"request_index":{_int_json(context.request_sequence_index)},'
-            f'"function_index":{_int_json(context.function_sequence_index)},'
-            f'"function_count":{_int_json(context.function_count)}'
+            f'{{"auto_invoked":true,"request_index":{request if type(request) is int else "null"},'
+            f'"function_index":{function if type(function) is int else "null"},'
+            f'"function_count":{count if type(count) is int else "null"}'
         )
         if call is not None and call.id:
             attributes += f',"tool_call_id":{json_string(str(call.id))}'
@@ -362,7 +351,7 @@ async def _prompt_filter(context: Any, next: Callable[[Any], Awaitable[None]], a
     call.end(None, output)
 
 
-async def _render_filter(context: Any, next: Callable[[Any], Awaitable[None]], prompt: _PromptOnTheFly) -> None:
+async def _render_filter(next: Callable[[Any], Awaitable[None]], prompt: _PromptOnTheFly, context: Any) -> None:
     """Outermost prompt-rendering filter of ``invoke_prompt``'s function: its input is what was rendered."""
     await next(context)
     if context.function is prompt.function and not prompt.rendered:

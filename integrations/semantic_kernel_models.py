@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, TypeVar, cast
 
+from openprogram import NoSessionError
 from openprogram._kit import (
     Integration,
     ModelCall,
@@ -31,7 +33,7 @@ from openprogram._kit import (
     async_steps_under_call,
     close_inner,
     content_captured,
-    guarded,
+    log_once,
     message,
     model_inputs,
     reply,
@@ -69,7 +71,7 @@ def _wrap_round(original: Callable[..., Any], integration: Integration) -> Calla
         call = _begin(ModelCall, self, args, kwargs)
         if call is None:
             return await original(self, *args, **kwargs)
-        return await call.arun(lambda: original(self, *args, **kwargs), _answer)
+        return await call.arun(partial(original, self, *args, **kwargs), _answer)  # a partial: no frame of its own
 
     return wraps_like(original)(request)
 
@@ -111,17 +113,22 @@ _Request = TypeVar("_Request", bound=ModelCall)
 
 
 def _begin(kind: type[_Request], service: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Request | None:
-    with guarded(FRAMEWORK, "describing a chat request"):
+    # try/except, not guarded(): this runs for every round (a `with` costs three calls).
+    try:
         history = args[0] if args else kwargs.get("chat_history")
         settings = args[1] if len(args) > 1 else kwargs.get("settings")
         return kind.request(
             FRAMEWORK,
             _model_of(service, settings),
-            lambda: _request_inputs(history, settings),
+            partial(_request_inputs, history, settings),
             provider=getattr(type(service), "MODEL_PROVIDER_NAME", None),
             stream=kind is ModelStream,
             client=service,
         )
+    except NoSessionError:
+        raise  # the "error" no-session policy, by the user's choice
+    except Exception as error:
+        log_once(FRAMEWORK, "describing a chat request", error)
     return None
 
 
@@ -132,12 +139,19 @@ def _model_of(service: Any, settings: Any) -> str:
 
 def _answer(call: ModelCall, replies: Any) -> None:
     output = token_usage = None
-    with guarded(FRAMEWORK, "reading a chat reply"):
+    try:
         first = replies[0] if replies else None  # the choice SK goes on with
         if first is not None:
-            token_usage = _usage_of(first.metadata)
+            counts = _counts(first.metadata)
+            token_usage = usage(*counts) if counts else None
             if content_captured():
-                output = reply(_text_of(first), tool_calls=_calls_of(first), finish_reason=first.finish_reason)
+                text, calls, _ = _contents(first)
+                finish = first.finish_reason
+                if isinstance(finish, str):
+                    finish = str.__str__(finish)  # SK's FinishReason is a str enum: its text, without a call
+                output = reply(text, tool_calls=calls, finish_reason=finish)
+    except Exception as error:
+        log_once(FRAMEWORK, "reading a chat reply", error)
     call.answered(output, token_usage)
 
 
@@ -148,31 +162,58 @@ def _request_inputs(history: Any, settings: Any) -> dict[str, Any]:
 # --- SK's contents in the one shape -----------------------------------------------------------------
 
 
-def _messages(history: list[Any]) -> Iterator[dict[str, Any]]:
+def _messages(history: list[Any]) -> list[dict[str, Any]]:
+    translated: list[dict[str, Any]] = []
     for sent in history:
-        results = [item for item in sent.items if getattr(item, "content_type", None) == "function_result"]
+        text, calls, results = _contents(sent)
         if results:  # a tool message: one per result, as connectors send them
             for result in results:
-                yield message("tool", _result_text(result.result), tool_call_id=result.id)
+                value = result.result
+                text_sent = value if isinstance(value, str) or value is None else str(value)  # what the model is sent
+                translated.append(message("tool", text_sent, tool_call_id=result.id))
             continue
-        yield message(sent.role, _text_of(sent), tool_calls=_calls_of(sent))
+        name = sent.role
+        if isinstance(name, str):
+            name = str.__str__(name)  # SK's AuthorRole is a str enum: its plain text is read without a call
+        translated.append(message(name, text, tool_calls=calls))
+    return translated
 
 
-def _text_of(sent: Any) -> str | None:
-    texts = [item.text for item in sent.items if getattr(item, "content_type", None) == "text" and item.text]
-    return "".join(texts) if texts else None
+def _contents(sent: Any) -> tuple[str | None, list[dict[str, Any]], list[Any]]:
+    """A message's text, its tool calls in the one shape, and its function results: one pass over its items."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[Any] = []
+    for item in sent.items:
+        kind = getattr(item, "content_type", None)
+        if kind == "text":
+            if item.text:
+                texts.append(item.text)
+        elif kind == "function_call":
+            arguments = item.arguments
+            if type(arguments) is str:
+                decoded = _decoded_arguments.get(arguments, _decoded_arguments)
+                arguments = _decoded(arguments) if decoded is _decoded_arguments else decoded
+            elif isinstance(arguments, Mapping):
+                arguments = dict(arguments)
+            calls.append(tool_call(item.id, item.name, arguments))
+        elif kind == "function_result":
+            results.append(item)
+    return ("".join(texts) if texts else None), calls, results
 
 
-def _calls_of(sent: Any) -> list[dict[str, Any]]:
-    return [
-        tool_call(item.id, item.name, dict(item.arguments) if isinstance(item.arguments, Mapping) else item.arguments)
-        for item in sent.items
-        if getattr(item, "content_type", None) == "function_call"
-    ]
+# Tool-call arguments (JSON text) decoded by the kit's tool_call, by their text: a round's
+# history resends every earlier call. A decoded value is only read: each record encodes it at once.
+_decoded_arguments: dict[str, Any] = {}
 
 
-def _result_text(result: Any) -> Any:
-    return result if isinstance(result, str) or result is None else str(result)  # what the model is sent
+def _decoded(arguments: str) -> Any:
+    decoded = tool_call(None, None, arguments)["arguments"]
+    if len(arguments) <= 1024:
+        if len(_decoded_arguments) >= 512:
+            _decoded_arguments.clear()
+        _decoded_arguments[arguments] = decoded
+    return decoded
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -194,7 +235,8 @@ def _tool_names(tools: Any) -> list[str]:
 def _params(settings: Any) -> dict[str, Any]:
     """The model parameters the request's settings set (temperature, max_tokens, top_p, stop, ...)."""
     found: dict[str, Any] = {}
-    for name in settings.model_fields_set:
+    # model_fields_set's own store, read without its property (one call less each request).
+    for name in getattr(settings, "__pydantic_fields_set__", None) or settings.model_fields_set:
         if name not in _NOT_PARAMS:
             found[name] = _plain(getattr(settings, name, None))
     for name, value in (settings.extension_data or {}).items():
@@ -209,18 +251,20 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def _usage_of(metadata: Any) -> dict[str, int] | None:
-    """``metadata["usage"]``: a ``CompletionUsage`` (prompt/completion tokens) or a connector's dict."""
-    counts = _counts(metadata)
-    return usage(*counts) if counts else None
-
-
 def _counts(metadata: Any) -> tuple[Any, Any, Any] | None:
+    """The counts in ``metadata["usage"]``: a ``CompletionUsage`` (prompt/completion tokens) or a connector's dict."""
     found = metadata.get("usage") if isinstance(metadata, dict) else None
     if found is None:
         return None
-    # A pydantic model's fields are in its __dict__ (its getattr of a missing name is slow).
-    fields: Mapping[str, Any] = found if isinstance(found, Mapping) else getattr(found, "__dict__", {})
+    # A pydantic model's fields are in its __dict__ (its getattr of a missing name is slow); it is
+    # told apart before the (slower) Mapping check.
+    fields: Mapping[str, Any]
+    if type(found) is dict:
+        fields = found
+    elif hasattr(type(found), "__pydantic_fields__"):
+        fields = found.__dict__
+    else:
+        fields = found if isinstance(found, Mapping) else getattr(found, "__dict__", {})
     input_tokens, output_tokens = fields.get("prompt_tokens"), fields.get("completion_tokens")
     if input_tokens is None and output_tokens is None:
         input_tokens, output_tokens = fields.get("input_tokens"), fields.get("output_tokens")
