@@ -33,6 +33,8 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "otlp-live": ("otlp_live.py", "opentelemetry.exporter.otlp.proto.http", "otlp"),
     "p3-pydantic-ai": ("p3_pydantic_ai.py", "pydantic_ai", "pydantic-ai"),
     "p3-openai-agents": ("p3_openai_agents.py", "agents", "openai-agents"),
+    "sk-profile": ("sk_profile.py", "semantic_kernel", "semantic-kernel"),
+    "sk-ab": ("sk_ab.py", "semantic_kernel", "semantic-kernel"),
 }
 
 

@@ -18,7 +18,10 @@ is off, and the background writer runs only at explicit flushes (one every 8
 runs, about one 50 ms writer cycle of a real run), so counts repeat to within
 about 0.2 %. Needs ``valgrind``.
 
-    python bench/p3_instructions.py [--framework langgraph|semantic-kernel] [--jobs 2]
+``--quick`` counts 2 and 10 runs in the ``uninstrumented``, ``openprogram`` and
+``no capture`` modes only: a few minutes for one framework, enough to decide a change on.
+
+    python bench/p3_instructions.py [--framework langgraph|semantic-kernel] [--jobs 2] [--quick]
 """
 
 from __future__ import annotations
@@ -126,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--quick", action="store_true", help="2 and 10 runs, no memory-store mode")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -138,22 +142,29 @@ def main(argv: list[str] | None = None) -> int:
     directory = tempfile.mkdtemp(prefix="openprogram-callgrind-")
     installed = [name for name, module in (("langgraph", "langgraph"), ("semantic-kernel", "semantic_kernel"))
                  if importlib.util.find_spec(module) is not None]  # fmt: skip
+    few, many = (2, 10) if args.quick else (FEW, MANY)
+    modes = tuple(mode for mode in MODES if not (args.quick and mode == "memory store"))
     for framework in args.framework or installed:
-        jobs = [(mode, runs) for mode in MODES for runs in (FEW, MANY)]
+        jobs = [(mode, runs) for mode in modes for runs in (few, many)]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             futures = {job: pool.submit(_instructions, framework, *job, directory) for job in jobs}
             counts = {job: future.result() for job, future in futures.items()}
-        per_run = {mode: (counts[mode, MANY] - counts[mode, FEW]) / (MANY - FEW) for mode in MODES}
+        per_run = {mode: (counts[mode, many] - counts[mode, few]) / (many - few) for mode in modes}
         base = per_run["uninstrumented"]
         ours = per_run["openprogram"] - base
         print(f"P3 {framework} in instructions per run (callgrind, python {sys.version.split()[0]})")
         print(f"  uninstrumented {base / 1e6:8.2f}M")
         print(f"  openprogram    {per_run['openprogram'] / 1e6:8.2f}M  overhead {ours / 1e3:7.0f}k "
               f"{ours / base * 100:+.1f}% (target <= 3%)")  # fmt: skip
-        sqlite = per_run["openprogram"] - per_run["memory store"]
+        sqlite = per_run["openprogram"] - per_run.get("memory store", per_run["openprogram"])
         capture = per_run["openprogram"] - per_run["no capture"]
-        for label, part in (("SQLite store", sqlite), ("capturing inputs/outputs", capture),
-                            ("the rest (hooks, recording, encoding rows)", ours - sqlite - capture)):  # fmt: skip
+        parts = [("capturing inputs/outputs", capture),
+                 ("the rest (hooks, recording, encoding rows)", ours - sqlite - capture)]  # fmt: skip
+        if "memory store" in per_run:
+            parts.insert(0, ("SQLite store", sqlite))
+        else:
+            parts[1] = ("the rest (hooks, recording, SQLite, encoding rows)", ours - capture)
+        for label, part in parts:
             print(f"    {label:44s} {part / 1e3:7.0f}k  {part / base * 100:+.1f}%  ({part / ours * 100:.0f}% of ours)")
     return 0
 
