@@ -410,9 +410,25 @@ def capture(value: object) -> Any:
 # What might need redaction in an encoded text, as supersets of what the careful
 # walk redacts: credential-looking strings, passwords in connection strings,
 # secret-looking keys. Literal prefixes keep the regex scans at C speed.
-_CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer\s|Basic\s|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
+# (A tab or newline after "Bearer" is escaped in the encoded text: a backslash there counts too.)
+_CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer[\s\\]|Basic[\s\\]|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
 _URL_CREDENTIALS: Final = re.compile(r'://[^"\s/@]{0,512}@')  # bounded: linear on long texts
 _JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
+
+
+def _may_hold_credential(text: str) -> bool:
+    """Whether a string in ``text`` may start like a credential: the literal heads of
+    ``_CREDENTIAL_STRING``, each found by a substring scan, cheaper than the regex trying
+    every quote of a JSON text."""
+    return (
+        '"sk-' in text
+        or '"gh' in text
+        or '"xox' in text
+        or '"AKIA' in text
+        or '"AIza' in text
+        or '"Bearer' in text
+        or '"Basic' in text
+    )
 
 
 _KEY_WORDS: Final = ("key", "token", "auth", "pass", "secret", "pwd", "credential", "cookie", "signature")
@@ -420,7 +436,7 @@ _KEY_WORDS: Final = ("key", "token", "auth", "pass", "secret", "pwd", "credentia
 
 
 def _needs_care(text: str) -> bool:
-    if "assword" in text or _CREDENTIAL_STRING.search(text) is not None:
+    if "assword" in text or (_may_hold_credential(text) and _CREDENTIAL_STRING.search(text) is not None):
         return True
     if "://" in text and _URL_CREDENTIALS.search(text) is not None:
         return True
