@@ -91,16 +91,6 @@ def test_a_store_set_by_openprogram_store_is_the_default(tmp_path: Path, monkeyp
     assert follow_up_lines(openprogram.open_store(path), "s1")[0] == f"see it:      openprogram --store {path} show s1"
 
 
-def test_a_password_is_never_printed() -> None:
-    pytest.importorskip("psycopg")  # only to construct the store: nothing connects
-    store = openprogram.open_store("postgresql://agent:pa%20ss@db.internal:5432/app?sslmode=require")
-    lines = follow_up_lines(store, "s1")
-    assert all("pa%20ss" not in line and "pa ss" not in line for line in lines), lines
-    shown = "'postgresql://agent:***@db.internal:5432/app?sslmode=require'"
-    assert lines[0] == f"see it:      openprogram --store {shown} show s1"
-    assert lines[-1].startswith("note:") and "OPENPROGRAM_STORE" in lines[-1]
-
-
 def test_a_memory_store_promises_no_later_command() -> None:
     lines = follow_up_lines(openprogram.open_store("memory://demo"), "s1")
     assert lines == ["see it:      not after this process: a memory:// store is gone when it exits"]

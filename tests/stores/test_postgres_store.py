@@ -13,6 +13,7 @@ import openprogram
 import pytest
 from openprogram import _writer
 from openprogram._cli import main as cli_main
+from openprogram._demo import follow_up_lines
 from openprogram.stores import StoreError
 from openprogram.stores import postgres as pg
 from store_support import (
@@ -350,3 +351,13 @@ def test_tables_go_to_the_openprogram_schema_by_default(backends: Backends) -> N
             _query("DELETE FROM openprogram.sessions WHERE session_id = %s", session_id)
         else:  # ours: leave the database as it was
             _query("DROP SCHEMA openprogram CASCADE")
+
+
+def test_the_demos_follow_up_commands_never_print_a_password() -> None:
+    """The demo's "see it" lines for a PostgreSQL store (constructed only: nothing connects)."""
+    store = openprogram.open_store("postgresql://agent:pa%20ss@db.internal:5432/app?sslmode=require")
+    lines = follow_up_lines(store, "s1")
+    assert all("pa%20ss" not in line and "pa ss" not in line for line in lines), lines
+    shown = "'postgresql://agent:***@db.internal:5432/app?sslmode=require'"
+    assert lines[0] == f"see it:      openprogram --store {shown} show s1"
+    assert lines[-1].startswith("note:") and "OPENPROGRAM_STORE" in lines[-1]
