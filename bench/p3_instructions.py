@@ -19,7 +19,8 @@ runs, about one 50 ms writer cycle of a real run), so counts repeat to within
 about 0.2 %. Needs ``valgrind``.
 
 ``--quick`` counts 2 and 10 runs in the ``uninstrumented``, ``openprogram`` and
-``no capture`` modes only: a few minutes for one framework, enough to decide a change on.
+``no capture`` modes only: a rough figure in 10-20 minutes for one framework (on a loaded
+machine its uninstrumented count moved by 2 % between runs: too coarse for a change of 1 %).
 
     python bench/p3_instructions.py [--framework langgraph|semantic-kernel] [--jobs 2] [--quick]
 """
