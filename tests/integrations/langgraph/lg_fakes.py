@@ -66,6 +66,19 @@ async def negate(a: int) -> int:
     return -a
 
 
+def one_node_graph(checkpointer: Any = None) -> Any:
+    """A graph of one node that notes the session it ran in."""
+
+    def node(state: Log) -> dict[str, Any]:
+        note("node")
+        return {"log": ["done"]}
+
+    g = StateGraph(Log)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    return g.compile(checkpointer=checkpointer)
+
+
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
     return AIMessage(
         "",

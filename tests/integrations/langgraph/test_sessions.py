@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from lg_fakes import Log, chain_graph, one_tool_call_graph, seen
+from lg_fakes import Log, chain_graph, one_node_graph, one_tool_call_graph, seen
 
 from tests.support import by_kind, calls, one
 
@@ -102,7 +102,7 @@ async def test_astream_closed_early_ends_the_graph_call(store: Any) -> None:
 
 
 def test_a_thread_without_a_session_uses_one_session_per_thread() -> None:
-    graph = _chain_with_saver()
+    graph = one_node_graph(InMemorySaver())
     first = {"configurable": {"thread_id": "conversation-1"}}
     graph.invoke({"log": ["hi"]}, first)
     graph.invoke({"log": ["again"]}, first)
@@ -115,18 +115,6 @@ def test_a_thread_without_a_session_uses_one_session_per_thread() -> None:
     openprogram.flush()
     records = default.list_calls(sessions[0])
     assert [c.kind for c in records if c.kind in ("turn", "graph")] == ["turn", "graph", "turn", "graph"]
-
-
-def _chain_with_saver() -> Any:
-    def node(state: Log) -> dict[str, Any]:
-        handle = openprogram.get_current_session()
-        seen.append(("node", None if handle is None else handle.session_id))
-        return {"log": ["done"]}
-
-    g = StateGraph(Log)
-    g.add_node("node", node)
-    g.add_edge(START, "node")
-    return g.compile(checkpointer=InMemorySaver())
 
 
 def _review_graph(checkpointer: Any) -> Any:
@@ -227,7 +215,7 @@ def test_resume_from_a_fresh_process_continues_the_same_session(tmp_path: Path) 
 
 def test_session_bound_thread_continues_without_session_in_a_new_turn() -> None:
     store = openprogram.open_store()
-    graph = _chain_with_saver()
+    graph = one_node_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "bound"}}
     with openprogram.session_context(store=store) as h:
         graph.invoke({"log": []}, config)
@@ -237,7 +225,7 @@ def test_session_bound_thread_continues_without_session_in_a_new_turn() -> None:
 
 def test_a_thread_bound_in_another_store_continues_there_without_a_session() -> None:
     other = openprogram.open_store("memory://")  # not the default store
-    graph = _chain_with_saver()
+    graph = one_node_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "bound-elsewhere"}}
     with openprogram.session_context(store=other) as h:
         graph.invoke({"log": []}, config)

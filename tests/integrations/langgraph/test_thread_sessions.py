@@ -15,25 +15,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import RetryPolicy
-from lg_fakes import Log, seen
+from lg_fakes import Log, one_node_graph, seen
 
 from tests.support import attributes, by_kind, calls
 
 
 def setup_function() -> None:
     seen.clear()
-
-
-def _graph(checkpointer: Any = None) -> Any:
-    def node(state: Log) -> dict[str, Any]:
-        handle = openprogram.get_current_session()
-        seen.append(("node", None if handle is None else handle.session_id))
-        return {"log": ["done"]}
-
-    g = StateGraph(Log)
-    g.add_node("node", node)
-    g.add_edge(START, "node")
-    return g.compile(checkpointer=checkpointer)
 
 
 def _sessions() -> list[str | None]:
@@ -46,16 +34,16 @@ _PROGRAM = textwrap.dedent(
     import openprogram
     from langgraph.checkpoint.memory import InMemorySaver
     sys.path[:0] = [{here!r}, {root!r}]
-    from test_thread_sessions import _graph, seen
+    from lg_fakes import one_node_graph, seen
     openprogram.instrument("langgraph")
     if sys.argv[1] == "memory":
-        graph = _graph(InMemorySaver())
+        graph = one_node_graph(InMemorySaver())
         for _ in range(2):
             graph.invoke({{"log": []}}, {{"configurable": {{"thread_id": "1"}}}})
     else:
         from langgraph.checkpoint.sqlite import SqliteSaver
         with SqliteSaver.from_conn_string(sys.argv[2]) as saver:
-            _graph(saver).invoke({{"log": []}}, {{"configurable": {{"thread_id": "1"}}}})
+            one_node_graph(saver).invoke({{"log": []}}, {{"configurable": {{"thread_id": "1"}}}})
     openprogram.flush()
     print(json.dumps([sid for _, sid in seen]))
     """
@@ -96,7 +84,7 @@ def test_two_sqlite_files_with_the_same_thread_id_are_two_sessions(tmp_path: Pat
 
 def test_two_in_memory_savers_in_one_process_are_two_conversations() -> None:
     config = {"configurable": {"thread_id": "1"}}
-    one, other = _graph(InMemorySaver()), _graph(InMemorySaver())
+    one, other = one_node_graph(InMemorySaver()), one_node_graph(InMemorySaver())
     one.invoke({"log": []}, config)
     other.invoke({"log": []}, config)
     one.invoke({"log": []}, config)
@@ -105,7 +93,7 @@ def test_two_in_memory_savers_in_one_process_are_two_conversations() -> None:
 
 
 def test_a_state_update_between_runs_keeps_the_thread_in_its_session() -> None:
-    graph = _graph(InMemorySaver())
+    graph = one_node_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "updated"}}
     graph.invoke({"log": []}, config)
     graph.update_state(config, {"log": ["edited by a human"]})  # a checkpoint no recorded run ended at
@@ -116,7 +104,7 @@ def test_a_state_update_between_runs_keeps_the_thread_in_its_session() -> None:
 
 async def test_async_runs_find_their_thread_by_its_saved_state() -> None:
     config = {"configurable": {"thread_id": "1"}}
-    one, other = _graph(InMemorySaver()), _graph(InMemorySaver())
+    one, other = one_node_graph(InMemorySaver()), one_node_graph(InMemorySaver())
     await one.ainvoke({"log": []}, config)
     await one.ainvoke({"log": []}, config)
     await other.ainvoke({"log": []}, config)
@@ -125,9 +113,9 @@ async def test_async_runs_find_their_thread_by_its_saved_state() -> None:
 
 
 def test_runs_without_a_checkpointer_share_the_implicit_session() -> None:
-    graph = _graph()
+    graph = one_node_graph()
     graph.invoke({"log": []}, {"configurable": {"thread_id": "1"}})  # nothing is kept: no conversation
-    _graph().invoke({"log": []}, {"configurable": {"thread_id": "2"}})
+    one_node_graph().invoke({"log": []}, {"configurable": {"thread_id": "2"}})
     graph.invoke({"log": []})
     implicit = openprogram.implicit_session()
     assert implicit is not None
@@ -136,7 +124,7 @@ def test_runs_without_a_checkpointer_share_the_implicit_session() -> None:
 
 def test_a_thread_session_is_announced_once_at_warning(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="openprogram")
-    graph = _graph(InMemorySaver())
+    graph = one_node_graph(InMemorySaver())
     for _ in range(3):
         graph.invoke({"log": []}, {"configurable": {"thread_id": "announced"}})
     (session_id,) = set(_sessions())
