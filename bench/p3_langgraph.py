@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         oi_over = median["openinference"] / base - 1
         print(f"  {label:4s} openprogram overhead {ours_over * 100:+.1f}% (target: within 1.5x of p3-floor), "
               f"openinference overhead {oi_over * 100:+.1f}%")  # fmt: skip
-    print(f"  calls recorded per run by openprogram: {per_run:.1f} (expected 14: 1 graph, 10 nodes, 3 tools)")
+    print(f"  calls recorded a run: {per_run:.1f} (expected 15: 1 graph, 10 nodes, 1 model call, 3 tools)")
     return 0
 
 
