@@ -1,10 +1,12 @@
 """P3's floor: what keeping a P3 workload's record costs at the least, hooks aside.
 
 Runs a P3 workload (``p3_langgraph.py``'s graph or ``p3_semantic_kernel.py``'s
-auto-function-calling prompt, as ``p3_instructions.py`` builds them) once
+auto-function-calling prompt, as ``p3_instructions.py`` builds them, or
+``p3_crewai.py``'s crew, built afresh each run as that benchmark does) once
 instrumented and keeps what openprogram captured and stored for one run: the
 values it encoded (LangGraph: graph input and output, node outputs, tool inputs
-and outputs; Semantic Kernel: function arguments and results) and the rows it
+and outputs; Semantic Kernel: function arguments and results; CrewAI: task,
+agent and tool inputs and outputs) and the rows it
 wrote. Then, in the same process, against the uninstrumented run measured
 alongside (CPU time, all threads, interleaved medians):
 
@@ -26,7 +28,7 @@ alongside (CPU time, all threads, interleaved medians):
 No hooks, no context, no record-keeping is counted: this is the cost of the
 data alone: P3's target is openprogram's overhead within 1.5x of it.
 
-    python bench/p3_floor.py [--framework langgraph|semantic-kernel] [--runs 100] [--repeats 9]
+    python bench/p3_floor.py [--framework langgraph|semantic-kernel|crewai] [--runs 100] [--repeats 9]
 """
 
 from __future__ import annotations
@@ -46,14 +48,23 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+FRAMEWORK_MODULES = {"langgraph": "langgraph", "semantic-kernel": "semantic_kernel", "crewai": "crewai"}
+
+
+def _crewai() -> tuple[str, Callable[[], Any]]:
+    # A fresh crew a run, as p3-crewai runs it: a reused crew keeps state between kickoffs.
+    from p3_crewai import build_crew
+
+    return "crewai", lambda: build_crew().kickoff()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", choices=["langgraph", "semantic-kernel"], action="append")
+    parser.add_argument("--framework", choices=list(FRAMEWORK_MODULES), action="append")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args(argv)
-    installed = [name for name, module in (("langgraph", "langgraph"), ("semantic-kernel", "semantic_kernel"))
-                 if importlib.util.find_spec(module) is not None]  # fmt: skip
+    installed = [name for name, module in FRAMEWORK_MODULES.items() if importlib.util.find_spec(module) is not None]
     for framework in args.framework or installed:
         floor(framework, args.runs, args.repeats)
     return 0
@@ -70,7 +81,7 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     from openprogram import _record, _scopes
     from p3_instructions import WORKLOADS
 
-    identifier, run = WORKLOADS[framework]()
+    identifier, run = {**WORKLOADS, "crewai": _crewai}[framework]()
     probe = run()
     if asyncio.iscoroutine(probe):
         loop = asyncio.new_event_loop()
