@@ -2,7 +2,8 @@
 
 Runs a P3 workload (``p3_langgraph.py``'s graph or ``p3_semantic_kernel.py``'s
 auto-function-calling prompt, as ``p3_instructions.py`` builds them, or
-``p3_crewai.py``'s crew, built afresh each run as that benchmark does) once
+``p3_crewai.py``'s crew, ``p3_pydantic_ai.py``'s agent or ``p3_openai_agents.py``'s
+triage agent, the last two built as those benchmarks build them) once
 instrumented and keeps what openprogram captured and stored for one run: the
 values it encoded (LangGraph: graph input and output, node outputs, tool inputs
 and outputs; Semantic Kernel: function arguments and results; CrewAI: task,
@@ -28,7 +29,7 @@ alongside (CPU time, all threads, interleaved medians):
 No hooks, no context, no record-keeping is counted: this is the cost of the
 data alone: P3's target is openprogram's overhead within 1.5x of it.
 
-    python bench/p3_floor.py [--framework langgraph|semantic-kernel|crewai] [--runs 100] [--repeats 9]
+    python bench/p3_floor.py [--framework NAME] [--runs 100] [--repeats 9]
 """
 
 from __future__ import annotations
@@ -48,7 +49,13 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-FRAMEWORK_MODULES = {"langgraph": "langgraph", "semantic-kernel": "semantic_kernel", "crewai": "crewai"}
+FRAMEWORK_MODULES = {
+    "langgraph": "langgraph",
+    "semantic-kernel": "semantic_kernel",
+    "crewai": "crewai",
+    "pydantic-ai": "pydantic_ai",
+    "openai-agents": "agents",
+}
 
 
 def _crewai() -> tuple[str, Callable[[], Any]]:
@@ -56,6 +63,24 @@ def _crewai() -> tuple[str, Callable[[], Any]]:
     from p3_crewai import build_crew
 
     return "crewai", lambda: build_crew().kickoff()
+
+
+def _pydantic_ai() -> tuple[str, Callable[[], Any]]:
+    from p3_pydantic_ai import build_agent
+
+    agent = build_agent()
+    return "pydantic_ai", lambda: agent.run("go")
+
+
+def _openai_agents() -> tuple[str, Callable[[], Any]]:
+    from agents import Runner, set_tracing_disabled
+    from p3_openai_agents import build_triage
+
+    set_tracing_disabled(True)  # the SDK's own tracing is p3-openai-agents' peer, not part of the run
+    return "agents", lambda: Runner.run(build_triage(), "I was charged twice")
+
+
+FRAMEWORK_WORKLOADS = {"crewai": _crewai, "pydantic-ai": _pydantic_ai, "openai-agents": _openai_agents}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +106,7 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     from openprogram import _record, _scopes
     from p3_instructions import WORKLOADS
 
-    identifier, run = {**WORKLOADS, "crewai": _crewai}[framework]()
+    identifier, run = {**WORKLOADS, **FRAMEWORK_WORKLOADS}[framework]()
     probe = run()
     if asyncio.iscoroutine(probe):
         loop = asyncio.new_event_loop()
