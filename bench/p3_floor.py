@@ -1,14 +1,11 @@
 """P3's floor: what keeping a P3 workload's record costs at the least, hooks aside.
 
 Runs a P3 workload (``p3_langgraph.py``'s graph or ``p3_semantic_kernel.py``'s
-auto-function-calling prompt, as ``p3_instructions.py`` builds them, or
-``p3_crewai.py``'s crew, ``p3_pydantic_ai.py``'s agent or ``p3_openai_agents.py``'s
-triage agent, the last two built as those benchmarks build them) once
-instrumented and keeps what openprogram captured and stored for one run: the
-values it encoded (LangGraph: graph input and output, node outputs, tool inputs
-and outputs; Semantic Kernel: function arguments and results; CrewAI: task,
-agent and tool inputs and outputs) and the rows it
-wrote. Then, in the same process, against the uninstrumented run measured
+auto-function-calling prompt, as ``p3_instructions.py`` builds them;
+``p3_crewai.py``'s crew, ``p3_pydantic_ai.py``'s agent, ``p3_openai_agents.py``'s
+triage agent) once instrumented and keeps what openprogram captured and stored
+for one run: the values it encoded (inputs and outputs of its calls) and the
+rows it wrote. Then, in the same process, against the uninstrumented run measured
 alongside (CPU time, all threads, interleaved medians):
 
 - **encode**: those values through ``capture_json`` (the C JSON encoder with
@@ -49,13 +46,13 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-FRAMEWORK_MODULES = {
-    "langgraph": "langgraph",
-    "semantic-kernel": "semantic_kernel",
-    "crewai": "crewai",
-    "pydantic-ai": "pydantic_ai",
-    "openai-agents": "agents",
-}
+def _instructions_workload(name: str) -> Callable[[], tuple[str, Callable[[], Any]]]:
+    def build() -> tuple[str, Callable[[], Any]]:
+        from p3_instructions import WORKLOADS
+
+        return WORKLOADS[name]()
+
+    return build
 
 
 def _crewai() -> tuple[str, Callable[[], Any]]:
@@ -80,16 +77,23 @@ def _openai_agents() -> tuple[str, Callable[[], Any]]:
     return "agents", lambda: Runner.run(build_triage(), "I was charged twice")
 
 
-FRAMEWORK_WORKLOADS = {"crewai": _crewai, "pydantic-ai": _pydantic_ai, "openai-agents": _openai_agents}
+# Each workload: the module it needs installed, and what builds it.
+FLOOR_WORKLOADS: dict[str, tuple[str, Callable[[], tuple[str, Callable[[], Any]]]]] = {
+    "langgraph": ("langgraph", _instructions_workload("langgraph")),
+    "semantic-kernel": ("semantic_kernel", _instructions_workload("semantic-kernel")),
+    "crewai": ("crewai", _crewai),
+    "pydantic-ai": ("pydantic_ai", _pydantic_ai),
+    "openai-agents": ("agents", _openai_agents),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", choices=list(FRAMEWORK_MODULES), action="append")
+    parser.add_argument("--framework", choices=list(FLOOR_WORKLOADS), action="append")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args(argv)
-    installed = [name for name, module in FRAMEWORK_MODULES.items() if importlib.util.find_spec(module) is not None]
+    installed = [name for name, (module, _) in FLOOR_WORKLOADS.items() if importlib.util.find_spec(module) is not None]
     for framework in args.framework or installed:
         floor(framework, args.runs, args.repeats)
     return 0
@@ -104,9 +108,8 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     import openprogram
     import pydantic_core
     from openprogram import _record, _scopes
-    from p3_instructions import WORKLOADS
 
-    identifier, run = {**WORKLOADS, **FRAMEWORK_WORKLOADS}[framework]()
+    identifier, run = FLOOR_WORKLOADS[framework][1]()
     probe = run()
     if asyncio.iscoroutine(probe):
         loop = asyncio.new_event_loop()
