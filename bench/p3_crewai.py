@@ -8,13 +8,15 @@ round in the same process (order shuffled per round):
 
 - ``plain``: not instrumented;
 - ``openprogram``: ``openprogram.instrument("crewai")``, each run inside a
-  ``session_context`` on an in-memory store (its turn and the flush on exit included);
+  ``session_context`` on a SQLite store (its turn and the flush on exit included);
 - ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
-  SDK tracer provider exporting synchronously to an in-memory exporter.
+  SDK tracer provider exporting synchronously to an in-memory exporter;
+- ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as
+  each ``openprogram`` run is.
 
 Prints the median wall time and process CPU time (all threads) per run of each
 mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
-Target: openprogram <= 1.03 x plain, and below openinference.
+Target: openprogram's overhead within 1.5x of the floor, and below openinference.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import openprogram
+    from _floor import Floor, verdict
 
     try:
         from openinference.instrumentation.crewai import CrewAIInstrumentor
@@ -96,7 +99,9 @@ def main() -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     oi = CrewAIInstrumentor()
-    store = openprogram.open_store("memory://")
+    store = openprogram.open_store(f"sqlite:///{_home}/openprogram/bench.db")
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        floor = Floor.of("crewai", lambda: build_crew().kickoff(), _home)
 
     # A fresh crew per run, built after the mode is switched on and outside the timed region: a
     # reused crew keeps state between kickoffs, and switching a mode on patches classes, which
@@ -133,10 +138,17 @@ def main() -> int:
             oi.uninstrument()
             exporter.clear()
 
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
-    cpus: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": []}
+    def run_floor() -> None:
+        start, cpu = time.perf_counter(), time.process_time()
+        floor.cost(1)
+        times["floor"].append(time.perf_counter() - start)
+        cpus["floor"].append(time.process_time() - cpu)
 
-    modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference}
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": [], "floor": []}
+    cpus: dict[str, list[float]] = {name: [] for name in times}
+
+    modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference,
+             "floor": run_floor}  # fmt: skip
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for _ in range(5):  # warm-up (imports, caches), not measured
             for fn in modes.values():
@@ -167,6 +179,9 @@ def main() -> int:
           f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
           f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(f"  floor: {floor.describe()}")
+    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
+                              "OpenInference", cpu_medians["openinference"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs")
     return 0
 

@@ -2,10 +2,12 @@
 
 A 10-node graph (a scripted agent asking for 3 tools at once, a ToolNode that
 runs them in parallel, then 8 plain nodes), 100 runs per sample, measured in
-one process with the three setups interleaved: uninstrumented, openprogram
+one process with the four setups interleaved: uninstrumented, openprogram
 (``instrument("langgraph")`` inside a ``session_context`` on a SQLite store,
-flushed inside the timed region), and OpenInference's ``LangChainInstrumentor``
-(in-memory span exporter). Medians over the repetitions; ratios printed.
+flushed inside the timed region), OpenInference's ``LangChainInstrumentor``
+(in-memory span exporter), and the floor (``_floor.py``: one run's record
+replayed without hooks, the figure the target is set against). Medians over the
+repetitions; ratios printed.
 
     python bench/p3_langgraph.py [--repeats 15] [--runs 100]
 """
@@ -102,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("openprogram").setLevel(logging.ERROR)
     import openprogram
+    from _floor import Floor, verdict
     from langchain_core.messages import HumanMessage
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     graph = build_graph()
     inputs = {"messages": [HumanMessage("weather in Paris, population of Oslo, distance?")], "steps": []}
     store = openprogram.open_store(f"sqlite:///{home}/bench.db")
+    floor = Floor.of("langgraph", lambda: graph.invoke(inputs), home)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -140,14 +144,15 @@ def main(argv: list[str] | None = None) -> int:
             exporter.clear()
 
     setups: dict[str, Callable[[], None]] = {"uninstrumented": baseline, "openprogram": ours,
-                                             "openinference": openinference}  # fmt: skip
+                                             "openinference": openinference,
+                                             "floor": lambda: floor.cost(args.runs)}  # fmt: skip
     for fn in setups.values():  # warm-up: imports, caches, first-time wrapper setup
         fn()
     samples: dict[str, list[float]] = {name: [] for name in setups}
     cpu: dict[str, list[float]] = {name: [] for name in setups}
     order = list(setups)
     for rep in range(args.repeats):
-        for name in order[rep % 3 :] + order[: rep % 3]:  # rotate: no setup always runs first
+        for name in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate: no setup always runs first
             started, started_cpu = time.perf_counter(), time.process_time()
             setups[name]()
             samples[name].append(time.perf_counter() - started)
@@ -167,10 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, value in median.items():
             print(f"  {label:4s} {name:15s} median {value * 1000:8.1f} ms  per run {value / args.runs * 1e6:8.1f} us"
                   f"  ratio {value / base:6.3f}")  # fmt: skip
-        ours_over = median["openprogram"] / base - 1
-        oi_over = median["openinference"] / base - 1
-        print(f"  {label:4s} openprogram overhead {ours_over * 100:+.1f}% (target: within 1.5x of p3-floor), "
-              f"openinference overhead {oi_over * 100:+.1f}%")  # fmt: skip
+    print(f"  floor: {floor.describe()}")
+    median = {name: statistics.median(values) for name, values in cpu.items()}
+    base = median["uninstrumented"]
+    print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "OpenInference",
+                              median["openinference"] / base - 1))  # fmt: skip
     print(f"  calls recorded a run: {per_run:.1f} (expected 15: 1 graph, 10 nodes, 1 model call, 3 tools)")
     return 0
 

@@ -4,20 +4,22 @@
 
 One run: a triage agent calls 3 tools (one per turn), hands off to a billing agent
 that calls 3 more and answers — 8 model requests (the offline scripted model), 6
-tool calls, 1 hand-off. It is run ``--runs`` times in each of three modes, interleaved
+tool calls, 1 hand-off. It is run ``--runs`` times in each of four modes, interleaved
 run by run in the same process and event loop (order shuffled per round):
 
 - ``plain``: not instrumented, the SDK's tracing off;
 - ``openprogram``: ``openprogram.instrument("agents")``, each run inside a
-  ``session_context`` on an in-memory store (its turn and the flush on exit included),
+  ``session_context`` on a SQLite store (its turn and the flush on exit included),
   the SDK's tracing off;
 - ``sdk_tracing``: not instrumented; the SDK's own tracing on, as it installs it by
   default (``BatchTraceProcessor`` -> ``BackendSpanExporter``), its HTTP client on an
-  in-process transport that answers 200 instead of OpenAI's servers.
+  in-process transport that answers 200 instead of OpenAI's servers;
+- ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as each
+  ``openprogram`` run is: the figure the target is set against.
 
 Prints the median wall time and process CPU time (all threads) per run of each
 mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
-Target: openprogram <= 1.03 x plain, and below the SDK's own tracing.
+Target: openprogram's overhead within 1.5x of the floor, and below the SDK's own tracing.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import openprogram
+    from _floor import Floor, verdict
     from agents import Runner, set_trace_processors, set_tracing_disabled
     from agents.tracing.processors import BackendSpanExporter, BatchTraceProcessor
 
@@ -82,9 +85,11 @@ def main() -> int:
     processor = BatchTraceProcessor(exporter)
     set_trace_processors([processor])  # the default processor, on the offline exporter
     set_tracing_disabled(True)
-    store = openprogram.open_store("memory://")
+    home = os.environ["OPENPROGRAM_HOME"]
+    store = openprogram.open_store(f"sqlite:///{home}/bench.db")
+    floor = Floor.of("agents", lambda: Runner.run(build_triage(), "I was charged twice"), home)
     loop = asyncio.new_event_loop()
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "sdk_tracing": []}
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "sdk_tracing": [], "floor": []}
     cpus: dict[str, list[float]] = {name: [] for name in times}
 
     # Agents are built after the mode is switched on and outside the timed region (see bench/p3_crewai.py).
@@ -115,7 +120,13 @@ def main() -> int:
         finally:
             set_tracing_disabled(True)
 
-    modes = {"plain": run_plain, "openprogram": run_openprogram, "sdk_tracing": run_sdk_tracing}
+    def run_floor() -> None:
+        start, cpu = time.perf_counter(), time.process_time()
+        floor.cost(1)
+        times["floor"].append(time.perf_counter() - start)
+        cpus["floor"].append(time.process_time() - cpu)
+
+    modes = {"plain": run_plain, "openprogram": run_openprogram, "sdk_tracing": run_sdk_tracing, "floor": run_floor}
     for _ in range(5):  # warm-up (imports, caches), not measured
         for fn in modes.values():
             fn()
@@ -145,6 +156,9 @@ def main() -> int:
           f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
           f"(sdk tracing: wall {(medians['sdk_tracing'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['sdk_tracing'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(f"  floor: {floor.describe()}")
+    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
+                              "the SDK's tracing", cpu_medians["sdk_tracing"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs; "
           f"the SDK's tracing posted {len(posted)} batches, {sum(posted) // 1024} KiB")  # fmt: skip
     loop.close()

@@ -10,19 +10,21 @@ shuffled per round) and compared by the median of their per-run times over ``--r
 
 - ``plain``: not instrumented;
 - ``openprogram``: ``openprogram.instrument("pydantic_ai")``, the sample inside one
-  ``session_context`` on an in-memory store, which flushes on exit (durable, inside the
+  ``session_context`` on a SQLite store, which flushes on exit (durable, inside the
   timing): 6 calls recorded per run (agent, 2 llm, 3 tool);
 - ``pydantic_ai_otel``: Pydantic AI's own Logfire/OpenTelemetry instrumentation
   (``Agent.instrument_all(InstrumentationSettings(tracer_provider=...))``, what
   ``agent.instrument = ...`` does for one agent) with an OpenTelemetry SDK tracer provider
   exporting synchronously to an in-memory exporter: 6 spans per run;
 - ``empty_capability``: a capability with no hooks passed to each run, nothing recorded: what
-  Pydantic AI itself charges a run for any capability added to it (openprogram's is one), a floor.
+  Pydantic AI itself charges a run for any capability added to it (openprogram's is one);
+- ``floor``: one run's record replayed without hooks (``_floor.py``), the figure the target is
+  set against.
 
 Prints the median wall time and process CPU time (all threads, openprogram's writer
 included) per run of each mode and the ratios to ``plain``; on a shared machine the CPU
-figure is the steadier one. Target: openprogram <= 1.03 x plain, and below Pydantic AI's own
-instrumentation.
+figure is the steadier one. Target: openprogram's overhead within 1.5x of the floor, and below
+Pydantic AI's own instrumentation.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import openprogram
+    from _floor import Floor, verdict
 
     try:
         from opentelemetry.sdk.trace import TracerProvider
@@ -109,11 +112,15 @@ def main() -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     otel = InstrumentationSettings(tracer_provider=provider)
-    store = openprogram.open_store("memory://")
+    home = os.environ["OPENPROGRAM_HOME"]
+    store = openprogram.open_store(f"sqlite:///{home}/bench.db")
     agent = build_agent()
+    floor_agent = build_agent()
+    floor = Floor.of("pydantic_ai", lambda: floor_agent.run("go"), home)
     loop = asyncio.new_event_loop()
     empty = _empty_capability()
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "pydantic_ai_otel": [], "empty_capability": []}
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "pydantic_ai_otel": [], "empty_capability": [],
+                                     "floor": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
 
     def runs(capabilities: Any = None) -> None:
@@ -153,11 +160,15 @@ def main() -> int:
     def run_empty() -> None:
         timed("empty_capability", lambda: runs([empty]))
 
+    def run_floor() -> None:
+        timed("floor", lambda: floor.cost(args.runs))
+
     modes = {
         "plain": run_plain,
         "openprogram": run_openprogram,
         "pydantic_ai_otel": run_otel,
         "empty_capability": run_empty,
+        "floor": run_floor,
     }
     for _ in range(2):  # warm-up (imports, schema caches), not measured
         for fn in modes.values():
@@ -191,6 +202,9 @@ def main() -> int:
     print(f"  any capability added to a run (Pydantic AI's own cost, the floor for openprogram's): "
           f"wall {(medians['empty_capability'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['empty_capability'] / cpu_base - 1) * 100:+.1f}%")  # fmt: skip
+    print(f"  floor: {floor.describe()}")
+    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
+                              "Pydantic AI's OTel", cpu_medians["pydantic_ai_otel"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {(args.rounds + 2) * args.runs} runs")
     return 0
 

@@ -2,7 +2,7 @@
 
 Workload: one offline ``kernel.invoke_prompt`` whose (scripted) model asks for 3
 function calls in one turn — SK runs them concurrently — and then answers; 100
-runs per sample. The three modes are interleaved round by round in one process
+runs per sample. The modes are interleaved round by round in one process
 and compared by the median of their per-round times:
 
 - ``baseline``: SK alone (no openprogram adapter, SK telemetry off);
@@ -10,7 +10,9 @@ and compared by the median of their per-round times:
   a SQLite store (records: 1 prompt function + 1 chat request + 3 functions per run);
 - ``sk_otel``: no openprogram; SK's own diagnostics on
   (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true``) with an
-  OpenTelemetry SDK tracer provider exporting to an in-memory exporter.
+  OpenTelemetry SDK tracer provider exporting to an in-memory exporter;
+- ``floor``: one run's record replayed without hooks (``_floor.py``), the figure the
+  target is set against.
 
 How SK diagnostics are toggled inside one process: SK reads the environment
 variable once, at import, into module-level ``MODEL_DIAGNOSTICS_SETTINGS``
@@ -38,6 +40,7 @@ os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
 os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram-bench-"))
 
 import openprogram
+from _floor import Floor, verdict
 from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -84,6 +87,7 @@ class Trip:
         return [f"{city} Central", f"{city} Harbour"]
 
 
+PROMPT = "Plan a trip to Oslo."
 CALLS = [("trip", "forecast", {"city": "Oslo"}), ("trip", "trains", {"city": "Oslo"}),
          ("trip", "hotels", {"city": "Oslo"})]  # fmt: skip
 
@@ -100,12 +104,17 @@ async def runs(kernel: Kernel, arguments: KernelArguments, n: int) -> tuple[floa
     """Wall and process-CPU seconds for ``n`` runs (CPU includes openprogram's writer thread)."""
     started, cpu = time.perf_counter(), time.process_time()
     for _ in range(n):
-        result = await kernel.invoke_prompt("Plan a trip to Oslo.", arguments=arguments)
+        result = await kernel.invoke_prompt(PROMPT, arguments=arguments)
         assert str(result) == "a fine trip"
     return time.perf_counter() - started, time.process_time() - cpu
 
 
-async def sample(mode: str, kernel: Kernel, arguments: KernelArguments, n: int, store: Any) -> tuple[float, float]:
+async def sample(mode: str, kernel: Kernel, arguments: KernelArguments, n: int, store: Any,
+                 floor: Floor) -> tuple[float, float]:  # fmt: skip
+    if mode == "floor":
+        started, cpu = time.perf_counter(), time.process_time()
+        floor.cost(n)
+        return time.perf_counter() - started, time.process_time() - cpu
     if mode == "openprogram":
         openprogram.instrument("semantic_kernel")
         try:
@@ -132,9 +141,13 @@ async def main() -> None:
     sk_diagnostics(False)
     store = openprogram.open_store(args.store or f"sqlite:///{os.environ['OPENPROGRAM_HOME']}/bench.db")
     kernel, arguments = make_kernel()
-    modes = ["baseline", "openprogram", "sk_otel"]
+    floor_kernel, floor_arguments = make_kernel()
+    floor = await asyncio.to_thread(  # on an event loop of its own
+        Floor.of, "semantic_kernel", lambda: floor_kernel.invoke_prompt(PROMPT, arguments=floor_arguments),
+        os.environ["OPENPROGRAM_HOME"])  # fmt: skip
+    modes = ["baseline", "openprogram", "sk_otel", "floor"]
     for mode in modes:  # warm-up: imports, pydantic schemas, the store
-        await sample(mode, kernel, arguments, 10, store)
+        await sample(mode, kernel, arguments, 10, store, floor)
     exporter.clear()
     sk_diagnostics(True)
     await runs(kernel, arguments, 1)
@@ -144,9 +157,9 @@ async def main() -> None:
     wall: dict[str, list[float]] = {m: [] for m in modes}
     cpu: dict[str, list[float]] = {m: [] for m in modes}
     for r in range(args.rounds):
-        order = modes[r % 3 :] + modes[: r % 3]  # rotate so no mode always runs first
+        order = modes[r % len(modes) :] + modes[: r % len(modes)]  # rotate so no mode always runs first
         for mode in order:
-            w, c = await sample(mode, kernel, arguments, args.runs, store)
+            w, c = await sample(mode, kernel, arguments, args.runs, store, floor)
             wall[mode].append(w)
             cpu[mode].append(c)
     print(f"P3 semantic_kernel: {args.runs} auto-function-calling runs (3 parallel calls/turn) x {args.rounds} rounds,")
@@ -158,12 +171,14 @@ async def main() -> None:
                   f"({median[mode] / args.runs * 1e6:7.1f} us/run)")  # fmt: skip
         op = median["openprogram"] / median["baseline"]
         otel = median["sk_otel"] / median["baseline"]
-        print(
-            f"  {label:<4} ratio openprogram/baseline = {op:.3f} ({100 * (op - 1):+.1f} %; "
-            "target: within 1.5x of p3-floor)"
-        )
+        print(f"  {label:<4} ratio openprogram/baseline = {op:.3f} ({100 * (op - 1):+.1f} %)")
         print(f"  {label:<4} ratio sk_otel/baseline     = {otel:.3f} ({100 * (otel - 1):+.1f} %)")
         print(f"  {label:<4} ratio openprogram/sk_otel  = {median['openprogram'] / median['sk_otel']:.3f}")
+    print(f"  floor: {floor.describe()}")
+    median = {m: statistics.median(t) for m, t in cpu.items()}
+    base = median["baseline"]
+    print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "SK's diagnostics",
+                              median["sk_otel"] / base - 1))  # fmt: skip
     openprogram.flush()
 
 
