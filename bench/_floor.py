@@ -142,13 +142,16 @@ class Floor:
         self._synced(runs)
 
 
-def verdict(overhead: float, floor: float, peer: str, peer_overhead: float) -> str:
-    """One line: the floor, the target it sets, and whether openprogram meets it and stays below its peer."""
+def verdict(overhead: float, floor: float, peer: str, peer_overhead: float, writer: float) -> str:
+    """Lines: openprogram's overhead split by thread (``writer``: the writer thread's share of the run),
+    the floor, the target it sets, and whether openprogram meets it and stays below its peer."""
     target = TARGET * floor
     met = "met" if overhead <= target else "not met"
     below = "below" if overhead < peer_overhead else "not below"
-    return (f"floor {floor * 100:.1f}% of the run, target <= {target * 100:.1f}%: openprogram {overhead * 100:+.1f}% "
-            f"({met}); {peer} {peer_overhead * 100:+.1f}% (openprogram {below} it)")  # fmt: skip
+    return (f"openprogram {overhead * 100:+.1f}% of the run: the caller's threads (hooks, capture) "
+            f"{(overhead - writer) * 100:+.1f}%, the writer {writer * 100:+.1f}%\n"
+            f"  floor {floor * 100:.1f}%, target <= {target * 100:.1f}%: {met}; {peer} {peer_overhead * 100:+.1f}% "
+            f"(openprogram {below} it)")  # fmt: skip
 
 
 def synchronous(run: Callable[[], Any]) -> Callable[[], Any]:

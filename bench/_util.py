@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable
 
@@ -25,3 +26,15 @@ def interleaved(candidates: dict[str, Callable[[], float]], rounds: int) -> dict
         for name in names[r % len(names) :] + names[: r % len(names)]:
             results[name].append(candidates[name]())
     return {name: statistics.median(values) for name, values in results.items()}
+
+
+def writer_cpu() -> float:
+    """CPU seconds openprogram's background writer thread has used so far (Linux' /proc); 0.0 where unknown."""
+    for thread in threading.enumerate():
+        if thread.name == "openprogram-writer" and thread.native_id is not None:
+            try:
+                with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
+                    return int(f.read().split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                return 0.0
+    return 0.0
