@@ -252,7 +252,12 @@ def _kickoff_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _is_internal(flow: Any) -> bool:
-    return any(klass.__module__ in _INTERNAL_FLOW_MODULES for klass in type(flow).__mro__)
+    return _is_internal_type(type(flow))
+
+
+@functools.lru_cache(maxsize=256)  # asked for every method of every flow run: CrewAI's agent loop is one
+def _is_internal_type(flow_type: type) -> bool:
+    return any(klass.__module__ in _INTERNAL_FLOW_MODULES for klass in flow_type.__mro__)
 
 
 def _records_itself(tool: Any) -> bool:
