@@ -162,12 +162,15 @@ def _attributes_prefix(name: str, provider: Any, stream: bool) -> str:
 class ModelCall(LaterCall):
     """One request to a chat model: begun under the current call, current inside ``with call.current():``."""
 
-    __slots__ = ("_entered", "_prefix")
+    __slots__ = ("_entered", "_prefix", "captures_content")
 
-    def __init__(self, rec: tuple[Any, ...], framework: str) -> None:
+    def __init__(self, rec: tuple[Any, ...], framework: str, captures_content: bool | None = None) -> None:
         super().__init__(rec, framework)
         self._prefix = "{"
         self._entered: list[tuple[Token[Any], Token[Any]]] = []  # one per ``with call:`` open
+        # The content-capture switch read once, when the call began: its inputs and its reply follow
+        # the same choice, and the environment is not read again for each.
+        self.captures_content = content_captured() if captures_content is None else captures_content
 
     @classmethod
     def request(
@@ -188,8 +191,9 @@ class ModelCall(LaterCall):
         """
         if client is not None and _clients and _clients.get(call_var.get()) == id(client):
             return None
+        captures = content_captured()
         captured: dict[str, Any] | None = None
-        if inputs is not None and content_captured():
+        if inputs is not None and captures:
             try:
                 captured = inputs()
             except Exception as exc:
@@ -201,7 +205,8 @@ class ModelCall(LaterCall):
                 return None
             prefix = _attributes_prefix(name, provider, stream)
             # Begun without becoming current: the adapter makes it current around the request.
-            call = cls(begin_call(resolved[0], resolved[1], "llm", name, framework, captured, prefix + "}"), framework)
+            rec = begin_call(resolved[0], resolved[1], "llm", name, framework, captured, prefix + "}")
+            call = cls(rec, framework, captures)
         except NoSessionError:
             raise  # the "error" no-session policy, by the user's choice
         except Exception as exc:
@@ -257,7 +262,7 @@ class ModelCall(LaterCall):
 
     def answered(self, output: dict[str, Any] | None, token_usage: dict[str, int] | None = None) -> None:
         """End the call with the model's reply (dropped while content is not captured) and its usage."""
-        self.ended_with(None, output if content_captured() else None, token_usage)
+        self.ended_with(None, output if self.captures_content else None, token_usage)
 
     def failed(self, exc: BaseException) -> None:
         """End the call with the exception the request raised (the caller re-raises it)."""
@@ -299,8 +304,8 @@ class ModelStream(ModelCall):
 
     __slots__ = ("_calls", "_finish_reason", "_text", "_usage", "absorb", "count", "state")
 
-    def __init__(self, rec: tuple[Any, ...], framework: str) -> None:
-        super().__init__(rec, framework)
+    def __init__(self, rec: tuple[Any, ...], framework: str, captures_content: bool | None = None) -> None:
+        super().__init__(rec, framework, captures_content)
         self._text: list[str] = []
         self._calls: dict[Any, dict[str, Any]] = {}
         self._usage: dict[str, int] | None = None
@@ -352,7 +357,7 @@ class ModelStream(ModelCall):
 
     def finish(self, exc: BaseException | None) -> None:
         """End the call with the joined reply; a consumer's abandon (``GeneratorExit``) is ``interrupted``."""
-        output = self.joined() if content_captured() else None
+        output = self.joined() if self.captures_content else None
         if isinstance(exc, GeneratorExit):
             self.ended_with(None, output, self._usage, status="interrupted")
         else:

@@ -32,7 +32,6 @@ from openprogram._kit import (
     Target,
     async_steps_under_call,
     close_inner,
-    content_captured,
     log_once,
     message,
     model_inputs,
@@ -144,7 +143,7 @@ def _answer(call: ModelCall, replies: Any) -> None:
         if first is not None:
             counts = _counts(first.metadata)
             token_usage = usage(*counts) if counts else None
-            if content_captured():
+            if call.captures_content:  # the switch as the request read it
                 text, calls, _ = _contents(first)
                 finish = first.finish_reason
                 if isinstance(finish, str):
