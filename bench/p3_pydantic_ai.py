@@ -18,6 +18,9 @@ shuffled per round) and compared by the median of their per-run times over ``--r
   exporting synchronously to an in-memory exporter: 6 spans per run;
 - ``empty_capability``: a capability with no hooks passed to each run, nothing recorded: what
   Pydantic AI itself charges a run for any capability added to it (openprogram's is one);
+- ``passing_capability``: a capability with openprogram's four hooks (model request, tool
+  validation, tool execution, output processing), outermost, each passing straight through:
+  what Pydantic AI charges for the hooks openprogram's capability uses;
 - ``floor``: one run's record replayed without hooks (``_floor.py``), the figure the target is
   set against.
 
@@ -88,6 +91,33 @@ def _empty_capability() -> Any:
     return Empty()
 
 
+def _passing_capability() -> Any:
+    from dataclasses import dataclass
+
+    from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
+
+    @dataclass
+    class Passing(AbstractCapability[Any]):
+        """openprogram's hooks, each handing straight on."""
+
+        def get_ordering(self) -> Any:
+            return CapabilityOrdering(position="outermost")
+
+        async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+            return await handler(request_context)
+
+        async def wrap_tool_validate(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+            return await handler(args)
+
+        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+            return await handler(args)
+
+        async def wrap_output_process(self, ctx: Any, *, output_context: Any, output: Any, handler: Any) -> Any:
+            return await handler(output)
+
+    return Passing()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="runs per sample")
@@ -119,9 +149,9 @@ def main() -> int:
     floor_agent = build_agent()
     floor = Floor.of("pydantic_ai", lambda: floor_agent.run("go"), home)
     loop = asyncio.new_event_loop()
-    empty = _empty_capability()
+    empty, passing = _empty_capability(), _passing_capability()
     times: dict[str, list[float]] = {"plain": [], "openprogram": [], "pydantic_ai_otel": [], "empty_capability": [],
-                                     "floor": []}  # fmt: skip
+                                     "passing_capability": [], "floor": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
@@ -163,6 +193,9 @@ def main() -> int:
     def run_empty() -> None:
         timed("empty_capability", lambda: runs([empty]))
 
+    def run_passing() -> None:
+        timed("passing_capability", lambda: runs([passing]))
+
     def run_floor() -> None:
         timed("floor", lambda: floor.cost(args.runs))
 
@@ -171,6 +204,7 @@ def main() -> int:
         "openprogram": run_openprogram,
         "pydantic_ai_otel": run_otel,
         "empty_capability": run_empty,
+        "passing_capability": run_passing,
         "floor": run_floor,
     }
     for _ in range(2):  # warm-up (imports, schema caches), not measured
@@ -194,17 +228,17 @@ def main() -> int:
     base, cpu_base = medians["plain"], cpu_medians["plain"]
     print(f"P3 pydantic_ai: {args.rounds} interleaved samples of {args.runs} runs per mode, "
           "2 model requests + 3 parallel tools a run (median per run)")  # fmt: skip
-    print(f"  {'mode':16s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
+    print(f"  {'mode':18s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
     for name, value in medians.items():
         cpu = cpu_medians[name]
-        print(f"  {name:16s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
+        print(f"  {name:18s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
     print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
           f"(pydantic_ai's own OTel: wall {(medians['pydantic_ai_otel'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['pydantic_ai_otel'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
-    print(f"  any capability added to a run (Pydantic AI's own cost, the floor for openprogram's): "
-          f"wall {(medians['empty_capability'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['empty_capability'] / cpu_base - 1) * 100:+.1f}%")  # fmt: skip
+    print(f"  Pydantic AI's own cost of a capability: with no hooks "
+          f"cpu {(cpu_medians['empty_capability'] / cpu_base - 1) * 100:+.1f}%, with openprogram's hooks passing "
+          f"straight through cpu {(cpu_medians['passing_capability'] / cpu_base - 1) * 100:+.1f}%")  # fmt: skip
     print(f"  floor: {floor.describe()}")
     print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
                               "Pydantic AI's OTel", cpu_medians["pydantic_ai_otel"] / cpu_base - 1,
