@@ -11,6 +11,9 @@ round in the same process (order shuffled per round):
   ``session_context`` on a SQLite store (its turn and the flush on exit included);
 - ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
   SDK tracer provider exporting synchronously to an in-memory exporter;
+- ``passing_hooks``: a before- and an after-tool-call hook that do nothing, registered
+  as openprogram registers its own: what CrewAI charges for the hook point the adapter uses
+  (each dispatch emits an event its event bus hands to a worker thread);
 - ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as
   each ``openprogram`` run is.
 
@@ -86,6 +89,7 @@ def main() -> int:
     import openprogram
     from _floor import Floor, verdict
     from _util import writer_cpu
+    from crewai import hooks
 
     try:
         from openinference.instrumentation.crewai import CrewAIInstrumentor
@@ -140,18 +144,35 @@ def main() -> int:
             oi.uninstrument()
             exporter.clear()
 
+    def passing(context: Any) -> None:
+        return None
+
+    def run_passing_hooks() -> None:
+        hooks.register_before_tool_call_hook(passing)
+        hooks.register_after_tool_call_hook(passing)
+        crew = build_crew()
+        try:
+            start, cpu = time.perf_counter(), time.process_time()
+            crew.kickoff()
+            times["passing_hooks"].append(time.perf_counter() - start)
+            cpus["passing_hooks"].append(time.process_time() - cpu)
+        finally:
+            hooks.unregister_before_tool_call_hook(passing)
+            hooks.unregister_after_tool_call_hook(passing)
+
     def run_floor() -> None:
         start, cpu = time.perf_counter(), time.process_time()
         floor.cost(1)
         times["floor"].append(time.perf_counter() - start)
         cpus["floor"].append(time.process_time() - cpu)
 
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": [], "floor": []}
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": [], "passing_hooks": [],
+                                     "floor": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writer: list[float] = []  # the writer thread's CPU in each openprogram run
 
     modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference,
-             "floor": run_floor}  # fmt: skip
+             "passing_hooks": run_passing_hooks, "floor": run_floor}  # fmt: skip
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for _ in range(5):  # warm-up (imports, caches), not measured
             for fn in modes.values():
@@ -174,14 +195,18 @@ def main() -> int:
     cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
     base, cpu_base = medians["plain"], cpu_medians["plain"]
     print(f"P3 crewai: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls each (median per run)")
-    print(f"  {'mode':13s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
+    print(f"  {'mode':14s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
     for name, value in medians.items():
         cpu = cpu_medians[name]
-        print(f"  {name:13s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
+        print(f"  {name:14s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
     print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
           f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
           f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(
+        f"  CrewAI's own cost of tool hooks that do nothing: cpu "
+        f"{(cpu_medians['passing_hooks'] / cpu_base - 1) * 100:+.1f}%"
+    )
     print(f"  floor: {floor.describe()}")
     print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
                               "OpenInference", cpu_medians["openinference"] / cpu_base - 1,
