@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,9 +43,9 @@ class Floor:
         self.step = step  # one run, uninstrumented unless instrument() is on
         self.values, self.rows, self.columns, self.schema = values, rows, columns, schema
         self.home = home
-        from openprogram import _record
+        from openprogram import _capture
 
-        self.encoded: Callable[[Any], str] = _record.capture_json
+        self.encoded: Callable[[Any], str] = _capture.capture_json
         self.per_commit = max(1, round(_WRITER_CYCLE / seconds_a_run))
         self._serial = 0
         self._synced = self.storing("floor.db", schema, synced_at_flush=True)
@@ -53,28 +54,33 @@ class Floor:
     def of(cls, identifier: str, run: Callable[[], Any], home: str) -> Floor:
         """Record one run of ``run`` (a callable returning its result or a coroutine) with ``identifier``'s adapter."""
         import openprogram
-        from openprogram import _record, _scopes
+        from openprogram import _capture
 
         step = synchronous(run)
         captured: list[Any] = []
-        encode = _record.capture_json
+        encode = _capture.capture_json
 
         def keeping(value: object) -> str:
             captured.append(value)
             return encode(value)
 
+        # Every value the record encodes goes through capture_json, which each of core's modules that
+        # records binds by name; there is no public hook for it.
+        binding = [module for name, module in sys.modules.items()
+                   if name.startswith("openprogram.") and getattr(module, "capture_json", None) is encode]  # fmt: skip
         path = os.path.join(home, "recorded.db")
         store = openprogram.open_store(f"sqlite:///{path}")
         openprogram.instrument(identifier)
         try:
             with openprogram.session_context(store=store):
                 step()  # warm-up: first-time set-up
-                # Every value a run encodes goes through capture_json; there is no public hook for it.
-                _record.capture_json = _scopes.capture_json = keeping  # type: ignore[assignment]
+                for module in binding:
+                    module.capture_json = keeping
                 try:
                     step()
                 finally:
-                    _record.capture_json = _scopes.capture_json = encode  # type: ignore[assignment]
+                    for module in binding:
+                        module.capture_json = encode
         finally:
             openprogram.uninstrument(identifier)
         openprogram.flush()
