@@ -25,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from _util import capture_bindings
 
 #: The most overhead P3 accepts: this many times the floor.
 TARGET = 1.5
@@ -64,10 +65,7 @@ class Floor:
             captured.append(value)
             return encode(value)
 
-        # Every value the record encodes goes through capture_json, which each of core's modules that
-        # records binds by name; there is no public hook for it.
-        binding = [module for name, module in sys.modules.items()
-                   if name.startswith("openprogram.") and getattr(module, "capture_json", None) is encode]  # fmt: skip
+        binding = capture_bindings()
         path = os.path.join(home, "recorded.db")
         store = openprogram.open_store(f"sqlite:///{path}")
         openprogram.instrument(identifier)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def per_call_ns(loop: Callable[[int], None], n: int, repeats: int = 7) -> float:
@@ -38,3 +40,13 @@ def writer_cpu() -> float:
             except (OSError, ValueError, IndexError):
                 return 0.0
     return 0.0
+
+
+def capture_bindings() -> list[Any]:
+    """openprogram's modules that bind ``capture_json`` by name: each encodes some of a run's values
+    with it (there is no public hook for what the record encodes, so benchmarks swap it there)."""
+    from openprogram import _capture
+
+    encode = _capture.capture_json
+    return [module for name, module in list(sys.modules.items())
+            if name.startswith("openprogram.") and getattr(module, "capture_json", None) is encode]  # fmt: skip
