@@ -251,13 +251,18 @@ def _kickoff_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return {"inputs": inputs} if inputs else None
 
 
+# Flow type -> whether it is CrewAI's own agent loop: asked for every method of every flow run.
+_internal_types: dict[type[Any], bool] = {}
+
+
 def _is_internal(flow: Any) -> bool:
-    return _is_internal_type(type(flow))
-
-
-@functools.lru_cache(maxsize=256)  # asked for every method of every flow run: CrewAI's agent loop is one
-def _is_internal_type(flow_type: type) -> bool:
-    return any(klass.__module__ in _INTERNAL_FLOW_MODULES for klass in flow_type.__mro__)
+    flow_type = type(flow)
+    internal = _internal_types.get(flow_type)
+    if internal is None:
+        internal = any(klass.__module__ in _INTERNAL_FLOW_MODULES for klass in flow_type.__mro__)
+        if len(_internal_types) < 256:  # bounded: a program may define flow classes on the fly
+            _internal_types[flow_type] = internal
+    return internal
 
 
 def _records_itself(tool: Any) -> bool:
