@@ -28,7 +28,6 @@ machine its uninstrumented count moved by 2 % between runs: too coarse for a cha
 from __future__ import annotations
 
 import argparse
-import asyncio
 import concurrent.futures
 import os
 import re
@@ -36,8 +35,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -58,19 +55,14 @@ def child(framework: str, mode: str, runs: int) -> None:
     os.environ["OPENPROGRAM_HOME"] = home
     logging.getLogger("openprogram").setLevel(logging.ERROR)
     import openprogram
+    from _floor import synchronous
     from _util import capture_bindings
     from openprogram import _writer
 
     _writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
     identifier, run = WORKLOADS[framework][1]()
     store = openprogram.open_store("memory://" if mode == "memory store" else f"sqlite:///{home}/bench.db")
-    is_async = asyncio.iscoroutine(probe := run())
-    if is_async:
-        loop = asyncio.new_event_loop()
-        loop.run_until_complete(probe)
-        step: Callable[[], Any] = lambda: loop.run_until_complete(run())  # noqa: E731
-    else:
-        step = run
+    step = synchronous(run)
 
     def timed(n: int) -> None:
         if mode == "uninstrumented":
