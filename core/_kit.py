@@ -16,11 +16,13 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
 - :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths;
 - :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
   :func:`reply`, :func:`usage`, :func:`model_inputs` — a request to a chat model as an
-  ``llm`` call, in the one shape for every framework; :func:`content_captured`.
+  ``llm`` call, in the one shape for every framework; :func:`content_captured`;
+- :func:`attribute` — ``getattr(obj, name, None)`` without an exception inside a pydantic model.
 """
 
 from __future__ import annotations
 
+from ._attributes import attribute
 from ._capture import content_captured, json_string
 from ._guard import guarded, log_once
 from ._integration import ORIGINAL, DidNotEnable, Integration, Target, Wrap, version_tuple
@@ -61,6 +63,7 @@ __all__ = [
     "async_steps_in_context",
     "async_steps_in_current_context",
     "async_steps_under_call",
+    "attribute",
     "call_id_of",
     "call_scope",
     "close_call",

@@ -19,6 +19,7 @@ from openprogram._kit import (
     ModelStream,
     Target,
     async_steps_under_call,
+    attribute,
     close_inner,
     content_captured,
     log_once,
@@ -50,15 +51,25 @@ _FINISH_KEYS = ("finish_reason", "stop_reason")  # OpenAI-style, Anthropic-style
 # --- who is asked, and what ----------------------------------------------------------
 
 
-def _described(model: Any, stop: Any, kwargs: dict[str, Any], framework: str) -> tuple[str, Any, dict[str, Any]]:
-    """The model's name, its provider and LangSmith's standard parameters (``_get_ls_params``) for this request."""
+def _described(model: Any, stop: Any, kwargs: dict[str, Any], framework: str,
+               manager: Any = None) -> tuple[str, Any, dict[str, Any]]:  # fmt: skip
+    """The model's name, its provider and LangSmith's standard parameters (``_get_ls_params``) for this request.
+
+    LangChain puts those parameters in the metadata of the request's run manager: read there
+    when it did, rather than asking the model again.
+    """
     standard: dict[str, Any] = {}
-    try:
-        standard = dict(model._get_ls_params(stop=stop, **{k: v for k, v in kwargs.items() if k not in _NOT_PARAMS}))
-    except Exception as exc:
-        log_once(framework, f"{type(model).__name__}._get_ls_params", exc)
+    metadata = attribute(manager, "metadata")
+    if isinstance(metadata, dict) and "ls_model_type" in metadata:
+        standard = {key: value for key, value in metadata.items() if key.startswith("ls_")}
+    else:
+        try:
+            params = {k: v for k, v in kwargs.items() if k not in _NOT_PARAMS}
+            standard = dict(model._get_ls_params(stop=stop, **params))
+        except Exception as exc:
+            log_once(framework, f"{type(model).__name__}._get_ls_params", exc)
     name = standard.get("ls_model_name") or next(
-        (value for value in (getattr(model, "model_name", None), getattr(model, "model", None))
+        (value for value in (attribute(model, "model_name"), attribute(model, "model"))
          if isinstance(value, str) and value), None,
     )  # fmt: skip
     return str(name or type(model).__name__), standard.get("ls_provider"), standard
@@ -100,12 +111,12 @@ def _request_messages(request: Any) -> list[Any]:
 
 
 def _message(item: Any) -> dict[str, Any]:
-    kind = str(getattr(item, "type", "user"))
+    kind = str(attribute(item, "type", "user"))
     if kind == "chat":  # a ChatMessage names its own role
-        kind = str(getattr(item, "role", kind))
-    calls = [tool_call(c.get("id"), c.get("name"), c.get("args")) for c in getattr(item, "tool_calls", None) or ()]
-    return message(kind.removesuffix("MessageChunk"), _text(getattr(item, "content", None)), tool_calls=calls,
-                   tool_call_id=getattr(item, "tool_call_id", None))  # fmt: skip
+        kind = str(attribute(item, "role", kind))
+    calls = [tool_call(c.get("id"), c.get("name"), c.get("args")) for c in attribute(item, "tool_calls") or ()]
+    return message(kind.removesuffix("MessageChunk"), _text(attribute(item, "content")), tool_calls=calls,
+                   tool_call_id=attribute(item, "tool_call_id"))  # fmt: skip
 
 
 def _text(content: Any) -> Any:
@@ -127,12 +138,12 @@ def _text(content: Any) -> Any:
 
 
 def _finish_reason(reply_message: Any) -> Any:
-    metadata = getattr(reply_message, "response_metadata", None) or {}
+    metadata = attribute(reply_message, "response_metadata") or {}
     return next((metadata[key] for key in _FINISH_KEYS if metadata.get(key) is not None), None)
 
 
 def _usage(reply_message: Any) -> dict[str, int] | None:
-    counts = getattr(reply_message, "usage_metadata", None)
+    counts = attribute(reply_message, "usage_metadata")
     if not counts:
         return None
     return usage(counts.get("input_tokens"), counts.get("output_tokens"), counts.get("total_tokens"))
@@ -188,7 +199,7 @@ def _request(cls: type[_Call], model: Any, messages: Callable[[], Iterable[Any]]
              kwargs: dict[str, Any], framework: str) -> _Call | None:  # fmt: skip
     """Begin the ``llm`` call of one request of ``model`` (``messages()`` builds its messages, only if captured)."""
     keywords = {key: value for key, value in kwargs.items() if key not in _PLUMBING}
-    name, provider, standard = _described(model, stop, keywords, framework)
+    name, provider, standard = _described(model, stop, keywords, framework, kwargs.get("run_manager"))
     return cls.request(framework, name, lambda: _inputs(messages(), stop, keywords, standard), provider=provider,
                        stream=cls is ModelStream, client=model)  # fmt: skip
 

@@ -547,3 +547,46 @@ def test_a_later_calls_inputs_set_after_it_began_are_recorded_while_running_and_
     ended = one(store, h.session_id, "later")
     assert (running.status, running.inputs) == ("running", {"rendered": "hi"})
     assert (ended.status, ended.inputs, ended.output) == ("ok", {"rendered": "hi"}, "done")
+
+
+# --- attribute(): getattr without pydantic's exception --------------------------------
+
+
+class _Plain:
+    cls_level = "on the class"
+
+    def __init__(self) -> None:
+        self.field = "in the instance"
+
+    @property
+    def computed(self) -> str:
+        return "a property"
+
+    @property
+    def failing(self) -> str:
+        raise AttributeError("not today")
+
+
+class _Slotted:
+    __slots__ = ("empty", "filled")
+
+    def __init__(self) -> None:
+        self.filled = "a slot"
+
+
+class _Dynamic:
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("dyn_"):
+            return f"answered {name}"
+        raise AttributeError(name)
+
+
+@pytest.mark.parametrize("obj", [_Plain(), _Slotted(), _Dynamic(), object(), None, 3, {"field": 1}])
+@pytest.mark.parametrize("name", ["field", "cls_level", "computed", "failing", "filled", "empty", "dyn_x", "absent",
+                                  "_private", "__class__"])  # fmt: skip
+def test_attribute_answers_what_getattr_answers(obj: Any, name: str) -> None:
+    from openprogram._kit import attribute
+
+    for _ in range(2):  # the first read learns the class, the second uses what it learned
+        assert attribute(obj, name) == getattr(obj, name, None)
+        assert attribute(obj, name, "default") == getattr(obj, name, "default")

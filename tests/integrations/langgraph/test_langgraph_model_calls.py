@@ -475,3 +475,48 @@ def test_uninstrument_restores_the_chat_model_methods_and_records_no_llm_call(st
     with openprogram.session_context(store=store) as h:
         assert model.invoke("x").content == "plain" and len(list(model.stream("y"))) > 1
     assert [c.kind for c in calls(store, h.session_id)] == ["turn"]
+
+
+# --- what the adapter asks of the model ------------------------------------------------
+
+
+def test_a_request_asks_the_model_for_its_standard_params_once_as_without_openprogram(store: Any) -> None:
+    asked: list[dict[str, Any]] = []
+
+    class Counting(OpenAIStyleChatModel):
+        def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+            asked.append(kwargs)
+            return super()._get_ls_params(stop=stop, **kwargs)
+
+    model = Counting(replies=[AIMessage("4")], requests=[], temperature=0.5)
+    openprogram.uninstrument()
+    model.invoke([HumanMessage("2 + 2?")])
+    without = len(asked)
+    openprogram.instrument("langgraph")
+    with openprogram.session_context(store=store) as h:
+        model.invoke([HumanMessage("2 + 2?")], temperature=0.7)
+    assert len(asked) == 2 * without  # the adapter reads the params LangChain put in the run's metadata
+    (llm,) = by_kind(calls(store, h.session_id), "llm")
+    assert (llm.name, llm.inputs["params"]["temperature"]) == (OPENAI_MODEL, 0.7)
+
+
+class _Extras(BaseModel, extra="allow"):
+    field: int = 1
+
+    @property
+    def computed(self) -> str:
+        return "a property"
+
+
+@pytest.mark.parametrize("name", ["field", "extra", "computed", "absent", "content", "tool_calls", "tool_call_id",
+                                  "usage_metadata", "response_metadata", "role", "model_fields_set"])  # fmt: skip
+def test_attribute_answers_what_getattr_answers_on_pydantic_models_and_langchain_messages(name: str) -> None:
+    from langchain_core.messages import ChatMessage, ToolMessage
+    from openprogram._kit import attribute
+
+    asking = AIMessage("a", tool_calls=[{"id": "1", "name": "n", "args": {}}])
+    models = [_Extras(extra="kept"), HumanMessage("hi"), asking, ToolMessage("r", tool_call_id="1"), SystemMessage("s"),
+              ChatMessage(role="critic", content="c")]  # fmt: skip
+    for model in models:
+        for _ in range(2):  # the first read learns the class, the second uses what it learned
+            assert attribute(model, name) == getattr(model, name, None), (type(model).__name__, name)
