@@ -61,7 +61,7 @@ def _described(model: Any, stop: Any, kwargs: dict[str, Any], framework: str,
     standard: dict[str, Any] = {}
     metadata = attribute(manager, "metadata")
     if isinstance(metadata, dict) and "ls_model_type" in metadata:
-        standard = {key: value for key, value in metadata.items() if key.startswith("ls_")}
+        standard = metadata  # only read: its ``ls_`` keys
     else:
         try:
             params = {k: v for k, v in kwargs.items() if k not in _NOT_PARAMS}
