@@ -14,9 +14,9 @@ under callgrind in these modes:
 
 Each mode runs twice, with 10 and with 70 runs; the difference over 60 runs
 is the per-run count, free of start-up and import costs. Hash randomisation
-is off, and the background writer runs only at explicit flushes (one every 8
-runs, about one 50 ms writer cycle of a real run), so counts repeat to within
-about 0.2 %. Needs ``valgrind``.
+is off, numpy's BLAS runs no worker threads, and the background writer runs only
+at explicit flushes (one every 8 runs, about one 50 ms writer cycle of a real run),
+so counts repeat to within about 0.2 %. Needs ``valgrind``.
 
 ``--quick`` counts 2 and 10 runs in the ``uninstrumented``, ``openprogram`` and
 ``no capture`` modes only: a rough figure in minutes for one framework (on a loaded
@@ -44,6 +44,9 @@ from _workloads import WORKLOADS, installed  # noqa: E402
 MODES = ("uninstrumented", "openprogram", "memory store", "no capture")
 FLUSH_EVERY = 8
 FEW, MANY = 10, 70
+# numpy's OpenBLAS (Semantic Kernel and CrewAI import numpy) starts worker threads that spin
+# while idle; callgrind counts their spinning by elapsed time, millions of instructions at random.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def child(framework: str, mode: str, runs: int) -> None:
@@ -86,7 +89,7 @@ def child(framework: str, mode: str, runs: int) -> None:
 
 def _instructions(framework: str, mode: str, runs: int, directory: str) -> int:
     out = os.path.join(directory, f"{framework}-{mode.replace(' ', '-')}-{runs}.out")
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    env = dict(os.environ, PYTHONHASHSEED="0", **ONE_BLAS_THREAD)
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                "--child", framework, mode, str(runs)]  # fmt: skip
     done = subprocess.run(command, check=False, env=env, capture_output=True, text=True)
