@@ -506,7 +506,10 @@ def _fast_default(value: Any) -> Any:
     fields = _model_fields.get(type(value))
     if fields is not None and fields[1] is not None:  # a pydantic model seen before: the common case
         try:
-            return dict(zip(fields[0], fields[1](value.__dict__), strict=True))
+            state = value.__dict__
+            if tuple(state) == fields[0]:
+                return state  # holds its fields and nothing else, in order: the encoder only reads it
+            return dict(zip(fields[0], fields[1](state), strict=True))
         except (KeyError, AttributeError):
             pass
     if isinstance(value, (set, frozenset)):
