@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import itertools
 import json
 import logging
-import operator
 import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from . import _ids
 from ._blocking import run_blocking
@@ -40,17 +38,12 @@ from ._capture import (
 )
 from ._ids import as_text
 from ._record import (
-    ARGS,
-    ATTRIBUTES,
     CALL_ID,
     ENDED_AT,
     ERROR,
     FRAMEWORK,
     KIND,
-    KWARGS,
     NAME,
-    NAMES,
-    OUTPUT,
     PARENT,
     RECORD_WIDTH,
     SESSION,
@@ -304,77 +297,6 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         )  # fmt: skip
 
 
-_ROW_WIDTH = 15  # a CallRow's fields
-_session_id = operator.attrgetter("session_id")
-_store_of = operator.attrgetter("store")
-_turn_id = operator.attrgetter("turn_id")
-_plain_names: set[str] = set()  # names seen that a store takes as they are (see _text)
-_MAX_PLAIN_NAMES = 4096
-
-
-def _encode_columns(records: list[Any], sessions: list[Any], owner: str) -> list[Any] | None:
-    """What :func:`_encode` makes of each of ``records`` (flat), as one flat list of rows, worked
-    out column by column: most columns pass through in C, and only inputs and outputs are
-    looked at one by one. None when a record needs more (its caller encodes record by record)."""
-    width = RECORD_WIDTH
-    call_ids, parents = records[CALL_ID::width], records[PARENT::width]
-    names = records[NAME::width]
-    if not _plain_names.issuperset(names):
-        for name in names:
-            if type(name) is not str or len(name) > _MAX_NAME or not name.isascii() or "\x00" in name:
-                return None
-        if len(_plain_names) < _MAX_PLAIN_NAMES:
-            _plain_names.update(names)
-    if int in map(type, call_ids):  # the compiled tool wrapper's counter values
-        call_ids = list(map(as_text, call_ids))
-    if int in map(type, parents):
-        parents = list(map(as_text, parents))
-    count = len(call_ids)
-    if not _content[0]:
-        inputs: list[Any] = [None] * count
-        outputs: list[Any] = inputs
-    else:
-        inputs = [
-            args if shape is PRECAPTURED and type(args) is str else None if shape is None and args is None
-            else _inputs_json(shape, args, kwargs)
-            for shape, args, kwargs in zip(records[NAMES::width], records[ARGS::width], records[KWARGS::width],
-                                           strict=True)
-        ]  # fmt: skip
-        outputs = [
-            output[0] if type(output) is tuple else None if output is None else _output_json(output)
-            for output in records[OUTPUT::width]
-        ]
-    errors = records[ERROR::width]
-    if errors.count(None) != count:
-        errors = [None if error is None else _text(error, 8192) for error in errors]
-    attributes = records[ATTRIBUTES::width]
-    if not _TEXT_OR_NONE.issuperset(map(type, attributes)):
-        attributes = [mapping_json(a) if a is not None and type(a) is not str else a for a in attributes]
-    return list(
-        itertools.chain.from_iterable(
-            zip(call_ids, map(_session_id, sessions), map(_turn_id, sessions), parents, records[KIND::width], names,
-                records[FRAMEWORK::width], records[STATUS::width], inputs, outputs, errors, attributes,
-                records[STARTED_AT::width], records[ENDED_AT::width], [owner] * count, strict=True)
-        )
-    )  # fmt: skip
-
-
-_TEXT_OR_NONE: Final = frozenset({str, type(None)})
-
-
-def _inputs_json(shape: Any, args: Any, kwargs: Any) -> Any:
-    """A record's inputs as :func:`_encode` writes them, for the shapes other than captured text."""
-    if shape is None:
-        return None if args is None else capture_json(args)
-    if shape is PRECAPTURED:
-        return args if type(args) is str else dumps(args)
-    return arguments_json(shape, args, kwargs)
-
-
-def _output_json(output: Any) -> str:
-    return scalar_json(output) if type(output) in ATOMIC_TYPES else capture_json(output)
-
-
 def _state(store: Store) -> _StoreState:
     state = _states.get(id(store))
     if state is None:
@@ -416,79 +338,45 @@ def _cycle_locked(synced: bool) -> None:
 def _drain(count: int, owner: str) -> list[_Marker]:
     """Encode ``count`` queued entries into their stores' pending rows; return the flush markers among them."""
     markers: list[_Marker] = []
-    # Taken in C: a slice of whole entries.
-    taken = count * RECORD_WIDTH
-    items = queue[:taken]
-    del queue[:taken]
-    _content[0] = content_captured()
-    heads = list(map(type, items[::RECORD_WIDTH]))
-    done = 0
-    while done < count:
-        # The calls up to the next writer's entry (a session row, an alias, a flush marker) go together.
-        try:
-            tag = heads.index(_Tag, done)
-        except ValueError:
-            tag = count
-        if tag > done:
-            _drain_calls(items[done * RECORD_WIDTH : tag * RECORD_WIDTH], owner)
-        if tag < count:
-            _take_entry(items[tag * RECORD_WIDTH : (tag + 1) * RECORD_WIDTH], markers)
-        done = tag + 1
-    return markers
-
-
-def _take_entry(item: list[Any], markers: list[_Marker]) -> None:
-    """A writer's own entry: a session row, an alias, or a flush marker."""
-    head = item[CALL_ID]
-    try:
-        if head is _SESSION:
-            session_id, agent_id, created_at, updated_at, session_store = item[_PAYLOAD]
-            _state(session_store).pending_sessions.append((session_id, agent_id, created_at, updated_at))
-        elif head is _ALIAS:
-            alias = item[_PAYLOAD]
-            _state(alias["store"]).pending_aliases.append(alias["alias"])
-        elif head is _MARKER:
-            markers.append(item[_PAYLOAD])
-    except Exception:
-        logger.exception("openprogram: dropped a malformed queued entry %.200r", item)
-
-
-def _drain_calls(records: list[Any], owner: str) -> None:
-    """Encode the call records ``records`` (flat) into their stores' pending rows."""
-    sessions = records[SESSION::RECORD_WIDTH]
-    try:
-        one_store = len(set(map(id, map(_store_of, sessions)))) == 1
-        flat = _encode_columns(records, sessions, owner) if one_store else None
-    except Exception:
-        flat = None  # an odd record: the record-by-record path below encodes or drops it alone
-    if flat is not None:
-        state = _state(sessions[0].store)
-        state.pending_calls.flat.extend(flat)
-        if state.running:
-            state.running.difference_update(flat[::_ROW_WIDTH])
-        return
     last_store: Store | None = None
+    state: _StoreState | None = None
+    # Taken and regrouped in C: a slice of whole entries, then RECORD_WIDTH-tuples.
+    taken = count * RECORD_WIDTH
+    items = iter(queue[:taken])
+    del queue[:taken]
     append: Callable[[CallRow], object] | None = None
     running: set[str] = set()
+    _content[0] = content_captured()
     encode = _encode
-    for item in zip(*(iter(records),) * RECORD_WIDTH, strict=True):
+    for item in zip(*(items,) * RECORD_WIDTH, strict=True):
+        head = item[CALL_ID]
         try:
-            store = item[SESSION].store
-            if store is not last_store or append is None:
-                state, last_store = _state(store), store
-                append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
-            try:
-                row = encode(item, owner)
-            except Exception:
-                row = _encode_safely(item, owner)
-            append(row)
-            if running:
-                running.discard(row[0])
+            if type(head) is not _Tag:  # a call: its id is text or a counter value (see _ids.as_text)
+                store = item[SESSION].store
+                if store is not last_store or append is None:
+                    state, last_store = _state(store), store
+                    append, running = state.pending_calls.flat.extend, state.running  # _encode gives 15 fields
+                try:
+                    row = encode(item, owner)
+                except Exception:
+                    row = _encode_safely(item, owner)
+                append(row)
+                if running:
+                    running.discard(row[0])
+            elif head is _SESSION:
+                session_id, agent_id, created_at, updated_at, session_store = item[_PAYLOAD]
+                _state(session_store).pending_sessions.append((session_id, agent_id, created_at, updated_at))
+            elif head is _ALIAS:
+                alias = item[_PAYLOAD]
+                _state(alias["store"]).pending_aliases.append(alias["alias"])
+            elif head is _MARKER:
+                markers.append(item[_PAYLOAD])
         except Exception:
             # A malformed entry (a bug of ours) is dropped alone: the rest of the batch, taken
             # off the queue already, would otherwise be lost with it, and flush() would hang.
             logger.exception("openprogram: dropped a malformed queued entry %.200r", item)
             append = None  # the store state may be half-switched: look it up again
+    return markers
 
 
 def _note_running(owner: str) -> None:
