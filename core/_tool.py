@@ -122,7 +122,10 @@ def records_itself(owner: Any, *attributes: str) -> bool:
     Adapters use it to leave a framework tool built on such a function to record its own
     calls, instead of recording each call twice.
     """
-    return any(hasattr(getattr(owner, name, None), "__openprogram_tool__") for name in attributes)
+    for name in attributes:  # noqa: SIM110 - a loop, not any(generator): this runs for every tool call
+        if hasattr(getattr(owner, name, None), "__openprogram_tool__"):
+            return True
+    return False
 
 
 # Arguments a framework injects into a tool call (a LangGraph tool's graph state or

@@ -260,8 +260,8 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     else:  # the recorder only keeps arguments by reference when all are scalars
         inputs = arguments_json(names, args, kwargs)
     # ids, kinds and frameworks are ours; names and errors may hold any text.
-    if type(name) is not str or len(name) > _MAX_NAME or not name.isascii() or "\x00" in name:
-        name = _text(name)
+    if type(name) is not str or name not in _plain_names:
+        name = _stored_name(name)
     # Outputs arrive as scalars or as JSON text captured on the hot path (in a 1-tuple).
     out_type = type(output)
     if out_type is tuple:
@@ -278,6 +278,19 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         attributes = mapping_json(attributes)
     return (call_id, session.session_id, session.turn_id, parent, kind, name, framework, status, inputs, output,
             error, attributes, started_at, ended_at, owner)  # fmt: skip
+
+
+_plain_names: set[str] = set()  # names seen that a store takes as they are: most calls repeat a name
+_MAX_PLAIN_NAMES = 4096
+
+
+def _stored_name(name: Any) -> Any:
+    """A call's name as a store takes it (see :func:`_text`); a plain one is remembered."""
+    if type(name) is str and len(name) <= _MAX_NAME and name.isascii() and "\x00" not in name:
+        if len(_plain_names) < _MAX_PLAIN_NAMES:
+            _plain_names.add(name)
+        return name
+    return _text(name)
 
 
 def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:

@@ -343,3 +343,19 @@ def test_the_writers_own_entries(store: openprogram.Store) -> None:
         end_call(start)
     with pytest.raises(ValueError, match="15 fields"):
         _writer.enqueue(start)  # a start alone would shift every later entry
+
+
+def test_names_a_store_cannot_take_are_made_safe_every_time_and_plain_ones_pass(tmp_path: Any) -> None:
+    store = openprogram.open_store(f"sqlite:///{tmp_path}/names.db")
+    odd = ["nul\x00name", "lone\ud800surrogate", "x" * 5000, 42]
+    with openprogram.session_context(store=store) as h:
+        for _ in range(2):  # a name seen before is judged again unless it was plain
+            for name in ["agent", *odd]:
+                opened = open_call("node", name, "langgraph")  # type: ignore[arg-type]
+                assert opened is not None
+                close_call(opened, None, 1)
+    assert openprogram.flush()
+    names = [call.name for call in store.list_calls(h.session_id) if call.kind == "node"]
+    assert names.count("agent") == 2 and names.count("42") == 2
+    assert names.count("nul\\x00name") == 2 and names.count("lone\\ud800surrogate") == 2
+    assert sum(name.startswith("x" * 1024) and name.endswith("...[truncated]") for name in names) == 2
