@@ -10,7 +10,9 @@ under callgrind in these modes:
 - ``openprogram``: ``instrument()`` inside a ``session_context`` on a SQLite store;
 - ``memory store``: the same on a ``memory://`` store (the difference is SQLite's share);
 - ``no capture``: the same on SQLite with every capture replaced by ``null``
-  (the difference is what capturing inputs and outputs costs).
+  (the difference is what capturing inputs and outputs costs);
+- ``floor``: the run's record replayed with no hooks (``_floor.py``), a transaction
+  per flush of the ``openprogram`` mode: the figure the target (1.5x) is set against.
 
 Each mode runs twice, with 10 and with 70 runs; the difference over 60 runs
 is the per-run count, free of start-up and import costs. Hash randomisation
@@ -18,8 +20,8 @@ is off, numpy's BLAS runs no worker threads, and the background writer runs only
 at explicit flushes (one every 8 runs, about one 50 ms writer cycle of a real run),
 so counts repeat to within about 0.2 %. Needs ``valgrind``.
 
-``--quick`` counts 2 and 10 runs in the ``uninstrumented``, ``openprogram`` and
-``no capture`` modes only: a rough figure in minutes for one framework (on a loaded
+``--quick`` counts 2 and 10 runs in the ``uninstrumented``, ``openprogram``,
+``no capture`` and ``floor`` modes only: a rough figure in minutes for one framework (on a loaded
 machine its uninstrumented count moved by 2 % between runs: too coarse for a change of 1 %).
 
     python bench/p3_instructions.py [--framework NAME] [--jobs 2] [--quick]
@@ -39,9 +41,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from _floor import TARGET  # noqa: E402
 from _workloads import WORKLOADS, installed  # noqa: E402
 
-MODES = ("uninstrumented", "openprogram", "memory store", "no capture")
+MODES = ("uninstrumented", "openprogram", "memory store", "no capture", "floor")
 FLUSH_EVERY = 8
 FEW, MANY = 10, 70
 # numpy's OpenBLAS (Semantic Kernel and CrewAI import numpy) starts worker threads that spin
@@ -64,6 +67,14 @@ def child(framework: str, mode: str, runs: int) -> None:
 
     _writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
     identifier, run = WORKLOADS[framework][1]()
+    if mode == "floor":
+        from _floor import Floor
+
+        floor = Floor.of(identifier, run, home)
+        floor.per_commit = FLUSH_EVERY  # a transaction where the openprogram mode flushes
+        floor.cost(3)
+        floor.cost(runs)
+        return
     store = openprogram.open_store("memory://" if mode == "memory store" else f"sqlite:///{home}/bench.db")
     step = synchronous(run)
 
@@ -142,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
             parts[1] = ("the rest (hooks, recording, SQLite, encoding rows)", ours - capture)
         for label, part in parts:
             print(f"    {label:44s} {part / 1e3:7.0f}k  {part / base * 100:+.1f}%  ({part / ours * 100:.0f}% of ours)")
+        floor = per_run["floor"]
+        met = "met" if ours <= TARGET * floor else "not met"
+        print(f"  floor          {floor / 1e3:8.0f}k  {floor / base * 100:+.1f}%: openprogram {ours / floor:.2f}x it "
+              f"(target <= {TARGET}x: {met})")  # fmt: skip
     return 0
 
 
