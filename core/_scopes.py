@@ -103,13 +103,11 @@ def close_call(
 ) -> None:
     """End a call begun with :func:`open_call` and restore the context. Never raises."""
     rec, c_token, s_token = opened
-    if s_token is None:
-        try:
-            call_var.reset(c_token)  # reset_var(), inlined: this runs for every call an adapter records
-        except ValueError:
-            reset_var(call_var, c_token)  # ended in another context: logged there
-    else:
-        reset_var(call_var, c_token)
+    try:
+        call_var.reset(c_token)  # reset_var(), inlined: this runs for every call an adapter records
+    except ValueError:
+        reset_var(call_var, c_token)  # a token of another context: reset_var logs it
+    if s_token is not None:
         reset_var(session_var, s_token)
     if exc is None and status is None and attributes is None:
         # end_call(), inlined for the common case (capture_json never raises).
