@@ -156,10 +156,13 @@ def viewer(session: nox.Session) -> None:
 # Postgres and Redis clients are imported at module scope even when their servers are not used).
 # Left out: coverage, watch, repeat, dotenv, benchmark and CLI tools the tests do not need.
 UPSTREAM_TEST_DEPS = [
-    "pytest", "pytest-mock", "pytest-xdist", "syrupy", "httpx", "pycryptodome", "redis", "psycopg[binary]",
-    "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
+    "pytest", "pytest-mock", "pytest-xdist", "pytest-timeout", "syrupy", "httpx", "pycryptodome", "redis",
+    "psycopg[binary]", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
 ]  # fmt: skip
 UPSTREAM_DIR = Path(__file__).parent / "tests" / "upstream"
+# A test of upstream's that hangs (rare, in either run) fails after this long instead of stalling CI: the thread
+# method prints every thread's stack, names the test, and ends only that xdist worker (xdist starts another).
+UPSTREAM_TEST_TIMEOUT = ["--timeout=180", "--timeout-method=thread"]
 
 
 def _setup_run(session: nox.Session, *args: str, silent: bool = False) -> str:
@@ -215,7 +218,7 @@ def upstream(session: nox.Session) -> None:
             session.run(
                 # --disable-warnings only hides the summary (two copies of ~180 deprecation warnings).
                 "pytest", "tests", "-q", "-n", "2", "--disable-warnings", f"--junitxml={reports / run}.xml", *plugin,
-                *session.posargs,
+                *UPSTREAM_TEST_TIMEOUT, *session.posargs,
                 env={**env, "TMPDIR": str(tmp)}, success_codes=[0, 1],  # failures are judged by the comparison
             )  # fmt: skip
     with session.chdir(source):  # --confirm re-runs a regression alone, from the sdist's tree

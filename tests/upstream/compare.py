@@ -22,6 +22,7 @@ from pathlib import Path
 
 # Worst first: a test reported twice (a teardown error after a pass) keeps its worst outcome.
 _RANK = {"failed": 0, "skipped": 1, "passed": 2}
+ALONE_TIMEOUT = 300  # seconds for one test re-run alone
 
 
 def outcomes(report: Path) -> dict[str, str]:
@@ -66,7 +67,10 @@ def _passes_alone(test_id: str) -> bool:
     """The test, instrumented (the plugin), alone in a fresh pytest process: True if it passes."""
     plugin = ["-p", "openprogram_plugin", "-p", "no:cacheprovider"]
     command = [sys.executable, "-m", "pytest", "-q", *plugin, _node_id(test_id)]
-    return subprocess.run(command, check=False, capture_output=True).returncode == 0
+    try:
+        return subprocess.run(command, check=False, capture_output=True, timeout=ALONE_TIMEOUT).returncode == 0
+    except subprocess.TimeoutExpired:  # a test that hangs alone too is a failure, not a stalled CI run
+        return False
 
 
 def _recorded(stats_dir: Path) -> tuple[int, int, int]:
