@@ -24,7 +24,9 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = os.environ.get("OPENPROGRAM_NOX_PYTHON", "3.11")
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100"]
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "pytest-timeout>=2.2"]
+# A test that hangs ends the run after this long with every thread's stack printed, instead of stalling CI.
+TEST_TIMEOUT = ["--timeout=300", "--timeout-method=thread"]
 
 
 def _lowest_pins(extra: str, *distributions: str) -> list[str]:
@@ -74,7 +76,7 @@ EXTRAS = {
 
 
 def _pytest(session: nox.Session, *paths: str) -> None:
-    session.run("pytest", *paths, *session.posargs)
+    session.run("pytest", *paths, *TEST_TIMEOUT, *session.posargs)
 
 
 @nox.session(python=PYTHON)
