@@ -12,8 +12,9 @@ round in the same process (order shuffled per round):
 - ``openinference``: OpenInference's ``CrewAIInstrumentor`` with an OpenTelemetry
   SDK tracer provider exporting synchronously to an in-memory exporter;
 - ``passing_hooks``: a before- and an after-tool-call hook that do nothing, registered
-  as openprogram registers its own: what CrewAI charges for the hook point the adapter uses
-  (each dispatch emits an event its event bus hands to a worker thread);
+  globally: what CrewAI charges any registered hook (each dispatch emits an event its event
+  bus hands to a worker thread); the adapter registers none where CrewAI has hook runners
+  to wrap (1.15.3 and later);
 - ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as
   each ``openprogram`` run is.
 

@@ -6,12 +6,15 @@ the current session is visible inside every tool, on every way CrewAI runs. Mode
 requests are recorded by :mod:`openprogram.integrations.crewai_models`. A flow
 records its kickoff inputs, and each flow method its return value (a router's route).
 
-Tool calls come from CrewAI's global before/after tool-call hooks, which run inside
-the functions executing one tool call (``execute_tool_and_check_finality``, the
-native-call executors). The before-hook begins the call without making it current,
-the tool's own run makes it current for its body only, the after-hook ends it; no
-hook sets a context variable, and a call whose after-hook never comes ends with its
-execution. A run started with no session open records into the process's implicit
+Tool calls are recorded where CrewAI runs its before/after tool-call hooks, inside the
+functions executing one tool call (``execute_tool_and_check_finality``, the native-call
+executors): around its own hook runners (``run_before_tool_call_hooks`` /
+``run_after_tool_call_hooks``), so that openprogram adds no hook to CrewAI's registry;
+on releases without them (before 1.15.3) by global hooks of its own. The begin comes
+after the user's before-hooks (what the tool receives), the end after their after-hooks
+(what the agent is told). The begin does not make the call current, the tool's own run
+makes it current for its body only; nothing sets a context variable, and a call whose
+end never comes ends with its execution. A run started with no session open records into the process's implicit
 session, unless it continues a conversation: a flow state that outlives the run, or an
 execution id its host set; then into the session bound to that identity (see
 :func:`last_run_session_id`).
@@ -75,6 +78,8 @@ _TOOL_EXECUTIONS = {
     "crewai.agents.step_executor": ("execute_tool_and_check_finality", "execute_single_native_tool_call"),
     "crewai.lite_agent": ("execute_tool_and_check_finality",),
 }
+# Where CrewAI runs its tool hooks (1.15.3 and later), under every name a module imported them by.
+_HOOK_RUNNERS = ("crewai.hooks.tool_hooks", "crewai.utilities.tool_utils", "crewai.agents.agent_executor")
 # CrewAI's own agent loop is a Flow (its module moved between versions): not a user's flow.
 _INTERNAL_FLOW_MODULES = frozenset({"crewai.agents.agent_executor", "crewai.experimental.agent_executor"})
 
@@ -114,6 +119,8 @@ class CrewAIIntegration(Integration):
             Target(_STRUCTURED, "invoke", _tool_run),
             Target(_STRUCTURED, "ainvoke", _structured_ainvoke),
             *(Target(owner, name, _tool_execution) for owner, names in _TOOL_EXECUTIONS.items() for name in names),
+            *(Target(module, "run_before_tool_call_hooks", _around_before_hooks) for module in _HOOK_RUNNERS),
+            *(Target(module, "run_after_tool_call_hooks", _around_after_hooks) for module in _HOOK_RUNNERS),
             *MODEL_TARGETS,
         ]
 
@@ -123,6 +130,7 @@ class CrewAIIntegration(Integration):
             get_before_tool_call_hooks,
             register_after_tool_call_hook,
             register_before_tool_call_hook,
+            tool_hooks,
         )
 
         try:
@@ -131,18 +139,24 @@ class CrewAIIntegration(Integration):
             _CrewAI.execution_uuid = None
         else:
             _CrewAI.execution_uuid = get_execution_uuid
-        _CrewAI.hooks = (
-            (get_before_tool_call_hooks, register_before_tool_call_hook, _before_tool),
-            (get_after_tool_call_hooks, register_after_tool_call_hook, _after_tool),
-        )
+        # A registered hook would make CrewAI dispatch, emit and report an event of its own for every
+        # tool call: where its hook runners exist, they are wrapped instead (the table's rows).
+        if hasattr(tool_hooks, "run_before_tool_call_hooks"):
+            _CrewAI.hooks = ()
+        else:
+            _CrewAI.hooks = (
+                (get_before_tool_call_hooks, register_before_tool_call_hook, _before_tool),
+                (get_after_tool_call_hooks, register_after_tool_call_hook, _after_tool),
+            )
         _CrewAI.integration = self
         _register_hooks()
 
     def teardown(self) -> None:
         from crewai.hooks import unregister_after_tool_call_hook, unregister_before_tool_call_hook
 
-        unregister_before_tool_call_hook(_before_tool)
-        unregister_after_tool_call_hook(_after_tool)
+        if _CrewAI.hooks:
+            unregister_before_tool_call_hook(_before_tool)
+            unregister_after_tool_call_hook(_after_tool)
         if _CrewAI.integration is self:
             _CrewAI.integration = None
 
@@ -180,6 +194,8 @@ def _register_hooks(*, again: bool = False) -> None:
     (``crewai.hooks.clear_all_global_hooks()``): without them a tool call loses its agent,
     cached and blocked calls go unrecorded, and a model could pass ``_session`` through.
     """
+    if not _CrewAI.hooks:
+        return  # the hook runners are wrapped: nothing in CrewAI's registry to keep
     with guarded(FRAMEWORK, "registering the tool hooks"):
         if all(hook in get() for get, _, hook in _CrewAI.hooks):
             return
@@ -482,30 +498,71 @@ def _pending_run() -> _ToolRun | None:
     return run
 
 
+def _withhold_session(context: Any) -> None:
+    tool_input = context.tool_input
+    if isinstance(tool_input, dict):
+        tool_input.pop("_session", None)  # never let a model choose the session
+
+
+def _begin_tool(context: Any) -> None:
+    """Begin the call of the tool execution running now (not current yet: the tool's own run makes it so)."""
+    run = _executing.get()
+    if run is None or run.call is not None or _records_itself(context.tool):
+        return  # outside a tool execution we wrap, the tool's run records it
+    agent = context.agent
+    attributes = {"agent": _agent_name(agent)} if agent is not None else None
+    run.call = LaterCall.begin("tool", str(context.tool_name), FRAMEWORK, context.tool_input, attributes)
+
+
+def _end_tool(context: Any) -> None:
+    run = _executing.get()
+    if run is not None:
+        run.end(context.tool_result)
+
+
 def _before_tool(context: Any) -> None:
-    if not _enabled():
-        return None
-    with guarded(FRAMEWORK, "the before-tool hook"):
-        tool_input = context.tool_input
-        if isinstance(tool_input, dict):
-            tool_input.pop("_session", None)  # never let a model choose the session
-        run = _executing.get()
-        if run is None or run.call is not None or _records_itself(context.tool):
-            return None  # outside a tool execution we wrap, the tool's run records it
-        agent = context.agent
-        attributes = {"agent": _agent_name(agent)} if agent is not None else None
-        run.call = LaterCall.begin("tool", str(context.tool_name), FRAMEWORK, tool_input, attributes)
-    return None
+    """The global before-tool hook registered where CrewAI has no hook runners to wrap."""
+    if _enabled():
+        with guarded(FRAMEWORK, "the before-tool hook"):
+            _withhold_session(context)
+            _begin_tool(context)
 
 
 def _after_tool(context: Any) -> None:
-    if not _enabled():
-        return None
-    run = _executing.get()
-    if run is not None:
+    """The global after-tool hook registered where CrewAI has no hook runners to wrap."""
+    if _enabled():
         with guarded(FRAMEWORK, "the after-tool hook"):
-            run.end(context.tool_result)
-    return None
+            _end_tool(context)
+
+
+def _around_before_hooks(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """CrewAI's ``run_before_tool_call_hooks``: the user's hooks see no ``_session``; the call begins after them."""
+
+    def run_before_tool_call_hooks(context: Any) -> Any:
+        if not _enabled():
+            return original(context)
+        with guarded(FRAMEWORK, "before the before-tool hooks"):
+            _withhold_session(context)
+        blocked = original(context)
+        with guarded(FRAMEWORK, "after the before-tool hooks"):
+            _begin_tool(context)  # a blocked call too: it ends as not executed
+        return blocked
+
+    return functools.update_wrapper(run_before_tool_call_hooks, original)
+
+
+def _around_after_hooks(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """CrewAI's ``run_after_tool_call_hooks``: the call ends after them, with the result the agent is told."""
+
+    def run_after_tool_call_hooks(context: Any) -> Any:
+        if not _enabled():
+            return original(context)
+        result = original(context)
+        with guarded(FRAMEWORK, "after the after-tool hooks"):
+            _end_tool(context)
+        return result
+
+    return functools.update_wrapper(run_after_tool_call_hooks, original)
 
 
 def _result_of(execution: Any) -> Any:

@@ -11,6 +11,7 @@ import openprogram
 import pytest
 from crewai import Agent, Crew, Flow, Process, Task
 from crewai.flow.flow import listen, start
+from crewai.hooks import tool_hooks
 from crewai.tools import BaseTool, tool
 from crewai.tools.structured_tool import CrewStructuredTool
 from helpers import chain
@@ -96,22 +97,100 @@ def test_objects_built_before_instrument(store: Store) -> None:
     _assert_dag(calls(store, h.session_id))
 
 
+# CrewAI 1.15.3 and later run their tool hooks through these, which the adapter wraps; before,
+# the adapter registers global hooks of its own.
+WRAPS_HOOK_RUNNERS = hasattr(tool_hooks, "run_before_tool_call_hooks")
+
+
+def _adapter_hooks_registered() -> tuple[int, int]:
+    from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks
+
+    return get_before_tool_call_hooks().count(adapter._before_tool), get_after_tool_call_hooks().count(
+        adapter._after_tool
+    )
+
+
 @pytest.mark.parametrize("native", [False, True], ids=["text", "native"])
-def test_global_hooks_cleared_by_the_user_are_put_back(store: Store, native: bool) -> None:
-    from crewai.hooks import clear_all_global_hooks, get_after_tool_call_hooks, get_before_tool_call_hooks
+def test_clearing_crewais_global_hooks_loses_no_tool_call(store: Store, native: bool) -> None:
+    from crewai.hooks import clear_all_global_hooks
 
     clear_all_global_hooks()  # e.g. a user resetting their own hooks between runs
     with openprogram.session_context(store=store) as h:
         _crew(native).kickoff()
     records = calls(store, h.session_id)
     _assert_dag(records)
-    # what only the hooks give: the agent that called the tool
+    # what only the hook seat gives: the agent that called the tool
     assert [t.attributes for t in by_kind(records, "tool")] == [{"agent": "Tester"}] * 2
-    assert get_before_tool_call_hooks().count(adapter._before_tool) == 1
-    assert get_after_tool_call_hooks().count(adapter._after_tool) == 1
+    # where CrewAI has hook runners, nothing of openprogram's is in its registry; before, its hooks are put back
+    assert _adapter_hooks_registered() == ((0, 0) if WRAPS_HOOK_RUNNERS else (1, 1))
     openprogram.uninstrument("crewai")
-    assert adapter._before_tool not in get_before_tool_call_hooks()
-    assert adapter._after_tool not in get_after_tool_call_hooks()
+    assert _adapter_hooks_registered() == (0, 0)
+
+
+@pytest.mark.skipif(not WRAPS_HOOK_RUNNERS, reason="CrewAI dispatches hook events from 1.15.3")
+@pytest.mark.parametrize("user_hook", [False, True], ids=["no user hook", "a user hook"])
+def test_a_crew_run_dispatches_the_hook_events_it_would_without_openprogram(store: Store, user_hook: bool) -> None:
+    from crewai.events.event_bus import crewai_event_bus
+    from crewai.events.types.hook_events import HookDispatchedEvent
+    from crewai.hooks import register_after_tool_call_hook, unregister_after_tool_call_hook
+
+    def user_after_hook(context: Any) -> None:
+        return None
+
+    def points_dispatched(instrumented: bool) -> list[str]:
+        seen: list[str] = []
+        (openprogram.instrument if instrumented else openprogram.uninstrument)("crewai")
+        with crewai_event_bus.scoped_handlers():
+
+            @crewai_event_bus.on(HookDispatchedEvent)
+            def note(source: Any, event: Any) -> None:
+                seen.append(event.interception_point)
+
+            with openprogram.session_context(store=store):
+                _crew(True).kickoff()
+            crewai_event_bus.flush()
+        return seen
+
+    if user_hook:
+        register_after_tool_call_hook(user_after_hook)
+    try:
+        plain, instrumented = points_dispatched(False), points_dispatched(True)
+    finally:
+        if user_hook:
+            unregister_after_tool_call_hook(user_after_hook)
+    assert instrumented == plain == (["post_tool_call"] * 2 if user_hook else [])
+
+
+@pytest.mark.skipif(not WRAPS_HOOK_RUNNERS, reason="before 1.15.3, openprogram's hooks run in registration order")
+def test_a_tool_call_records_what_the_users_hooks_made_of_its_input_and_result(store: Store) -> None:
+    from crewai.hooks import (
+        register_after_tool_call_hook,
+        register_before_tool_call_hook,
+        unregister_after_tool_call_hook,
+        unregister_before_tool_call_hook,
+    )
+
+    inputs_seen: list[dict[str, Any]] = []
+
+    def rewrite_input(context: Any) -> None:
+        inputs_seen.append(dict(context.tool_input))
+        context.tool_input["x"] = context.tool_input["x"] + "!"
+
+    def rewrite_result(context: Any) -> str:
+        return f"<{context.tool_result}>"
+
+    register_before_tool_call_hook(rewrite_input)
+    register_after_tool_call_hook(rewrite_result)
+    try:
+        with openprogram.session_context(store=store) as h:
+            _crew(True, steps=[("echo", {"x": "hi", "_session": "chosen-by-the-model"})], tools=[Echo()]).kickoff()
+    finally:
+        unregister_before_tool_call_hook(rewrite_input)
+        unregister_after_tool_call_hook(rewrite_result)
+    (echo,) = by_kind(calls(store, h.session_id), "tool")
+    assert inputs_seen == [{"x": "hi"}]  # the user's hook never sees a model's _session
+    assert (echo.inputs, echo.output) == ({"x": "hi!"}, "<echo:hi!>")
+    assert [s.session_id for s in SEEN] == [h.session_id]
 
 
 async def test_akickoff_and_kickoff_async(store: Store) -> None:
@@ -445,7 +524,6 @@ def test_openprogram_tool_schema_is_clean_and_model_session_is_overwritten(store
 
 
 def test_uninstrument_restores_and_instrument_twice_wraps_once(store: Store) -> None:
-    from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks
     from crewai.tools.base_tool import Tool
     from crewai.utilities import tool_utils
 
@@ -454,14 +532,15 @@ def test_uninstrument_restores_and_instrument_twice_wraps_once(store: Store) -> 
     assert hasattr(tool_utils.execute_tool_and_check_finality, ORIGINAL)
     openprogram.instrument("crewai")  # again: no second wrapping
     assert Crew.__dict__["kickoff"] is wrapped["kickoff"]
-    assert get_before_tool_call_hooks().count(adapter._before_tool) == 1
+    assert _adapter_hooks_registered() == ((0, 0) if WRAPS_HOOK_RUNNERS else (1, 1))
+    assert hasattr(getattr(tool_hooks, "run_before_tool_call_hooks", None), ORIGINAL) is WRAPS_HOOK_RUNNERS
     openprogram.uninstrument()
     assert not hasattr(Crew.__dict__["kickoff"], ORIGINAL)
     assert not hasattr(Task.__dict__["_execute_core"], ORIGINAL)
     assert not hasattr(Tool.__dict__["run"], ORIGINAL)
     assert not hasattr(tool_utils.execute_tool_and_check_finality, ORIGINAL)
-    assert adapter._before_tool not in get_before_tool_call_hooks()
-    assert adapter._after_tool not in get_after_tool_call_hooks()
+    assert _adapter_hooks_registered() == (0, 0)
+    assert not hasattr(getattr(tool_hooks, "run_before_tool_call_hooks", None), ORIGINAL)
     with openprogram.session_context(store=store) as h:
         _crew(True).kickoff()
     assert [r.kind for r in calls(store, h.session_id)] == ["turn"]

@@ -17,13 +17,17 @@ assert "crewai" in openprogram.instrument(), "crewai is not enabled"
 assert "crewai" not in sys.modules, "instrument() imported crewai"
 
 from crewai import Crew
-from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks
+from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks, tool_hooks
 from crewai.utilities import tool_utils
 from openprogram.integrations import crewai as adapter
 
 assert hasattr(Crew.kickoff, "__openprogram_original__")
 assert hasattr(tool_utils.execute_tool_and_check_finality, "__openprogram_original__")
-assert adapter._before_tool in get_before_tool_call_hooks() and adapter._after_tool in get_after_tool_call_hooks()
+if hasattr(tool_hooks, "run_before_tool_call_hooks"):  # CrewAI's hook runners, wrapped
+    assert hasattr(tool_hooks.run_before_tool_call_hooks, "__openprogram_original__")
+    assert hasattr(tool_utils.run_after_tool_call_hooks, "__openprogram_original__")
+else:  # before 1.15.3: hooks of its own in CrewAI's registry
+    assert adapter._before_tool in get_before_tool_call_hooks() and adapter._after_tool in get_after_tool_call_hooks()
 openprogram.uninstrument()
 assert not hasattr(Crew.kickoff, "__openprogram_original__")
 print("ok")
