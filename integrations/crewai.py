@@ -114,7 +114,7 @@ class CrewAIIntegration(Integration):
             Target(_AGENT, "kickoff_async", _agent_kickoff(awaited=True)),
             Target(_FLOW, "kickoff", _binding_streams()),  # runs kickoff_async, recorded there
             Target(_FLOW, "kickoff_async", _binding_streams(flow)),
-            Target(_FLOW, "_execute_method", recorded("call", _describe_method, output=_method_output)),
+            Target(_FLOW, "_execute_method", _flow_method),
             *(Target(owner, name, _tool_run) for owner in _TOOLS for name in ("run", "arun")),
             Target(_STRUCTURED, "invoke", _tool_run),
             Target(_STRUCTURED, "ainvoke", _structured_ainvoke),
@@ -407,6 +407,21 @@ def _agent_kickoff(*, awaited: bool) -> Wrap:
         return _execution_run(f"agent {_agent_name(agent)!r}") if runs_here() else None
 
     return recorded("agent", describe, output=_output_of, run_session=entry)
+
+
+def _flow_method(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``Flow._execute_method``: a user's flow method is a ``call``; CrewAI's own agent loop passes straight through."""
+    method = recorded("call", _describe_method, output=_method_output)(original, integration)
+    if shape_of(original) != "coroutine":
+        return method
+
+    async def _execute_method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The agent loop runs dozens of methods a crew run: one frame of ours each, not the recorder's.
+        if _is_internal(self):
+            return await original(self, *args, **kwargs)
+        return await method(self, *args, **kwargs)
+
+    return functools.update_wrapper(_execute_method, original)
 
 
 # --- streams consumed elsewhere ----------------------------------------------------------
