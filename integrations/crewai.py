@@ -14,10 +14,11 @@ on releases without them (before 1.15.3) by global hooks of its own. The begin c
 after the user's before-hooks (what the tool receives), the end after their after-hooks
 (what the agent is told). The begin does not make the call current, the tool's own run
 makes it current for its body only; nothing sets a context variable, and a call whose
-end never comes ends with its execution. A run started with no session open records into the process's implicit
-session, unless it continues a conversation: a flow state that outlives the run, or an
-execution id its host set; then into the session bound to that identity (see
-:func:`last_run_session_id`).
+end never comes ends with its execution.
+
+A run started with no session open records into the process's implicit session, unless
+it continues a conversation: a flow state that outlives the run, or an execution id its
+host set; then into the session bound to that identity (see :func:`last_run_session_id`).
 """
 
 from __future__ import annotations

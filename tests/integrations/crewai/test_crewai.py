@@ -336,6 +336,27 @@ def test_cached_tool_and_max_usage(store: Store) -> None:
     assert len(executed) == 1
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["text", "native"])
+def test_a_tool_call_a_users_hook_blocks_is_recorded_as_not_executed(store: Store, native: bool) -> None:
+    from crewai.hooks import register_before_tool_call_hook, unregister_before_tool_call_hook
+
+    def refuse_shout(context: Any) -> bool | None:
+        return False if context.tool_name == "shout" else None
+
+    register_before_tool_call_hook(refuse_shout)
+    try:
+        with openprogram.session_context(store=store) as h:
+            _crew(native).kickoff()
+    finally:
+        unregister_before_tool_call_hook(refuse_shout)
+    echo, shout_call = by_kind(calls(store, h.session_id), "tool")
+    assert (echo.name, echo.status, echo.attributes) == ("echo", "ok", {"agent": "Tester"})
+    assert (shout_call.name, shout_call.status) == ("shout", "ok")
+    assert shout_call.attributes == {"agent": "Tester", "executed": False}
+    assert "blocked" in str(shout_call.output)
+    assert [s.session_id for s in SEEN] == [h.session_id]  # shout's body never ran
+
+
 def test_agent_kickoff_sync_and_async(store: Store) -> None:
     def solo(x: str) -> Agent:  # distinct inputs: older crewai caches tool results across kickoffs
         llm = scripted_llm([("echo", {"x": x})], native=True)
