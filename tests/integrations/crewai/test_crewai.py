@@ -103,11 +103,11 @@ WRAPS_HOOK_RUNNERS = hasattr(tool_hooks, "run_before_tool_call_hooks")
 
 
 def _adapter_hooks_registered() -> tuple[int, int]:
+    """How many times the adapter's before- and after-hook are in CrewAI's global registry."""
     from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks
 
-    return get_before_tool_call_hooks().count(adapter._before_tool), get_after_tool_call_hooks().count(
-        adapter._after_tool
-    )
+    before = get_before_tool_call_hooks().count(adapter._before_tool)
+    return before, get_after_tool_call_hooks().count(adapter._after_tool)
 
 
 @pytest.mark.parametrize("native", [False, True], ids=["text", "native"])
@@ -119,7 +119,7 @@ def test_clearing_crewais_global_hooks_loses_no_tool_call(store: Store, native: 
         _crew(native).kickoff()
     records = calls(store, h.session_id)
     _assert_dag(records)
-    # what only the hook seat gives: the agent that called the tool
+    # what only CrewAI's hook context gives: the agent that called the tool
     assert [t.attributes for t in by_kind(records, "tool")] == [{"agent": "Tester"}] * 2
     # where CrewAI has hook runners, nothing of openprogram's is in its registry; before, its hooks are put back
     assert _adapter_hooks_registered() == ((0, 0) if WRAPS_HOOK_RUNNERS else (1, 1))
