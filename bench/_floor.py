@@ -14,7 +14,11 @@ costs, with no hooks, no context and no record-keeping:
   and synced by one ``FULL`` commit at the end of the sample, as the writer
   does (a commit nobody waits on is synced by the next flush);
 - :meth:`Floor.cost`: both, for a number of runs: the figure P3's targets are
-  set against (openprogram's overhead within 1.5x of it).
+  set against (openprogram's overhead within 1.5x of it);
+- :meth:`Floor.in_place`: the same, with the values encoded where openprogram
+  encodes them, not in a loop: the workload runs uninstrumented and its own
+  code (tools, nodes, scripted model) calls :func:`point`, where the floor
+  encodes its share of the run's values; the rows are stored as above.
 
 Each ``p3-<framework>`` benchmark measures :meth:`Floor.cost` in its own
 rotation, beside the uninstrumented run; ``p3-floor`` splits it further.
@@ -23,6 +27,7 @@ rotation, beside the uninstrumented run; ``p3-floor`` splits it further.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sqlite3
 import time
@@ -34,6 +39,19 @@ from _util import capture_bindings
 #: The most overhead P3 accepts: this many times the floor.
 TARGET = 1.5
 _WRITER_CYCLE = 0.050  # seconds between the background writer's commits
+
+
+def _nothing() -> None:
+    pass
+
+
+_at_point: Callable[[], None] = _nothing
+
+
+def point() -> None:
+    """Called by a P3 workload's own code (a tool, a node, its scripted model), where a value of the
+    run is at hand: :meth:`Floor.in_place` encodes a share of the run's values here; otherwise nothing."""
+    _at_point()
 
 
 class Floor:
@@ -49,7 +67,9 @@ class Floor:
         self.encoded: Callable[[Any], str] = _capture.capture_json
         self.per_commit = max(1, round(_WRITER_CYCLE / seconds_a_run))
         self._serial = 0
+        self._call_id = columns.index("call_id")
         self._synced = self.storing("floor.db", schema, synced_at_flush=True)
+        self.points = 0  # point() calls a run makes
 
     @classmethod
     def of(cls, identifier: str, run: Callable[[], Any], home: str) -> Floor:
@@ -92,8 +112,10 @@ class Floor:
         started = time.perf_counter()
         for _ in range(3):
             step()
-        return cls(step, captured, recorded[len(recorded) // 2 :], columns, schema, (time.perf_counter() - started) / 3,
-                   home)  # fmt: skip
+        made = cls(step, captured, recorded[len(recorded) // 2 :], columns, schema,
+                   (time.perf_counter() - started) / 3, home)  # fmt: skip
+        made.points = _points_a_run(step)
+        return made
 
     def describe(self) -> str:
         size = sum(len(self.encoded(value)) for value in self.values)
@@ -106,6 +128,16 @@ class Floor:
             for value in values:
                 encode(value)
 
+    def fresh_rows(self) -> list[tuple[Any, ...]]:
+        """One run's rows, each with a call id of its own."""
+        call_id, fresh = self._call_id, []
+        for row in self.rows:
+            self._serial += 1
+            made = list(row)
+            made[call_id] = f"{row[call_id]}-{self._serial}"
+            fresh.append(tuple(made))
+        return fresh
+
     def storing(self, file: str, ddl: list[str], synced_at_flush: bool = False) -> Callable[[int], None]:
         """Insert ``runs`` runs' rows into ``file`` (created with ``ddl``), a transaction per writer cycle;
         every commit synced, or (``synced_at_flush``) synced once, by a final ``FULL`` commit."""
@@ -115,16 +147,11 @@ class Floor:
         for sql in ddl:
             target.execute(sql)
         insert = f"INSERT INTO calls VALUES ({','.join('?' * len(self.columns))})"
-        call_id = self.columns.index("call_id")
 
         def store(runs: int) -> None:
             batch: list[tuple[Any, ...]] = []
             for run in range(runs):
-                for row in self.rows:
-                    self._serial += 1
-                    fresh = list(row)
-                    fresh[call_id] = f"{row[call_id]}-{self._serial}"
-                    batch.append(tuple(fresh))
+                batch.extend(self.fresh_rows())
                 if run % self.per_commit == self.per_commit - 1 or run == runs - 1:
                     target.execute("BEGIN")
                     target.executemany(insert, batch)
@@ -144,6 +171,50 @@ class Floor:
         """The floor of ``runs`` runs: their values encoded and their rows stored, synced at the end."""
         self.encode(runs)
         self._synced(runs)
+
+    def encoding_in_place(self, runs: int) -> None:
+        """``runs`` runs of the workload, each of its :func:`point` calls encoding its share of the run's values."""
+        global _at_point
+        _at_point = self._encoder_at_points()
+        try:
+            for _ in range(runs):
+                self.step()
+        finally:
+            _at_point = _nothing
+
+    def in_place(self, runs: int) -> None:
+        """``runs`` runs of the workload with the floor's values encoded at the run's points, then
+        their rows stored as :meth:`cost` stores them."""
+        self.encoding_in_place(runs)
+        self._synced(runs)
+
+    def _encoder_at_points(self) -> Callable[[], None]:
+        """What :func:`point` does in place: the n-th point of a run encodes the n-th share of its values."""
+        encode, values, points = self.encoded, self.values, max(self.points, 1)
+        count = len(values)
+        shares = [values[index * count // points : (index + 1) * count // points] for index in range(points)]
+        counter = itertools.count()
+
+        def at_point() -> None:
+            for value in shares[next(counter) % points]:
+                encode(value)
+
+        return at_point
+
+
+def _points_a_run(step: Callable[[], Any]) -> int:
+    global _at_point
+    made: list[None] = []
+
+    def counting() -> None:
+        made.append(None)
+
+    _at_point = counting
+    try:
+        step()
+    finally:
+        _at_point = _nothing
+    return len(made)
 
 
 def verdict(overhead: float, floor: float, peer: str, peer_overhead: float, writer: float) -> str:

@@ -56,6 +56,7 @@ os.environ.pop("OTEL_SDK_DISABLED", None)
 
 
 def build_crew() -> Any:
+    from _floor import point
     from crewai import Agent, Crew, Task
     from crewai.tools import BaseTool, tool
     from openprogram.integrations.crewai_fakes import scripted_llm
@@ -65,11 +66,13 @@ def build_crew() -> Any:
         description: str = "Look a key up."
 
         def _run(self, key: str) -> str:
+            point()
             return f"value of {key}"
 
     @tool("double")
     def double(text: str) -> str:
         """Repeat the text twice."""
+        point()
         return text + text
 
     steps = [("lookup", {"key": "a"}), ("double", {"text": "b"}), ("lookup", {"key": "c"})]

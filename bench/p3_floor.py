@@ -14,10 +14,16 @@ threads, interleaved medians), replays its record in parts:
 - **store, synced at flush**: the same synced once at the end of the sample, as in the floor
   (the writer now);
 - **store, bare table**: into a table with no key and no index, the cheapest SQLite has (a
-  store could not find a session's calls in it).
+  store could not find a session's calls in it);
+- **encode, in place**: the workload run with its values encoded where they are at hand, by
+  its own tools, nodes and scripted model (``_floor.point``), not in a loop of their own;
+- **floor, in place**: that, with the rows stored as in the floor: the record alone, its values
+  encoded where openprogram encodes them;
+- **openprogram**: the adapter recording the workload into a SQLite store, a session a sample,
+  flushed inside the timing.
 
 Each ``p3-<framework>`` benchmark measures the floor (encode + store, synced at flush) in its
-own run; this one tells its parts apart.
+own run; this one tells its parts apart, and sets openprogram against both floors.
 
     python bench/p3_floor.py [--framework NAME] [--runs 100] [--repeats 9]
 """
@@ -54,8 +60,9 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     import logging
 
     logging.getLogger("openprogram").setLevel(logging.ERROR)
+    import openprogram
     import pydantic_core
-    from _floor import Floor
+    from _floor import TARGET, Floor
 
     identifier, run = WORKLOADS[framework][1]()
     recorded = Floor.of(identifier, run, home)
@@ -64,6 +71,16 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     def uninstrumented() -> None:
         for _ in range(runs):
             step()
+
+    store = openprogram.open_store(f"sqlite:///{home}/openprogram.db")
+
+    def recorded_by_openprogram() -> None:
+        openprogram.instrument(identifier)
+        try:
+            with openprogram.session_context(store=store):  # flushes on exit: durable, inside the timing
+                uninstrumented()
+        finally:
+            openprogram.uninstrument(identifier)
 
     def encoding_rust() -> None:
         to_json = pydantic_core.to_json
@@ -83,6 +100,9 @@ def floor(framework: str, runs: int, repeats: int) -> None:
         "encode": lambda: recorded.encode(runs),
         "encode, pydantic-core": encoding_rust,
         **{name: (lambda store=store: store(runs)) for name, store in stores.items()},  # type: ignore[misc]
+        "encode, in place": lambda: recorded.encoding_in_place(runs),
+        "floor, in place": lambda: recorded.in_place(runs),
+        "openprogram": recorded_by_openprogram,
     }
     samples: dict[str, list[float]] = {name: [] for name in setups}
     order = list(setups)
@@ -99,12 +119,24 @@ def floor(framework: str, runs: int, repeats: int) -> None:
           f"CPU time, medians of {repeats} x {runs} runs")  # fmt: skip
     for name, value in median.items():
         share = "" if name == "uninstrumented" else f"  {value / base * 100:5.1f}% of the run"
+        if name in RUN_INCLUDED:
+            share = f"  {(value / base - 1) * 100:+5.1f}% over the run"
         print(f"  {name:24s} {value / runs * 1e6:8.1f} us a run{share}")
     each = (median["encode"] + median["store, synced each cycle"]) / base
     fastest = (median["encode, pydantic-core"] + median["store, bare table"]) / base
     synced = (median["encode"] + median["store, synced at flush"]) / base
     print(f"  encode + store: {synced * 100:.1f}% of the run (the floor: synced at flush); every cycle synced "
           f"{each * 100:.1f}%; with pydantic-core's encoder and the bare table {fastest * 100:.1f}%")  # fmt: skip
+    in_place = median["floor, in place"] / base - 1
+    encoding_in_place = (median["encode, in place"] / base - 1) / (median["encode"] / base)
+    overhead = median["openprogram"] / base - 1
+    print(f"  openprogram {overhead * 100:+.1f}%: {overhead / synced:.2f}x the floor (target <= {TARGET}x: "
+          f"{synced * TARGET * 100:.1f}%), {overhead / in_place:.2f}x the floor in place ({in_place * 100:+.1f}%; "
+          f"its encoding {encoding_in_place:.1f}x the loop's)")  # fmt: skip
+
+
+#: Setups whose samples include the workload's runs: their share is what they add to the run.
+RUN_INCLUDED = ("encode, in place", "floor, in place", "openprogram")
 
 
 if __name__ == "__main__":

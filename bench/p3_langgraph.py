@@ -26,8 +26,10 @@ from typing import Any
 
 def build_graph() -> Any:
     import operator
+    from functools import partial
     from typing import Annotated, TypedDict
 
+    from _floor import point
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -52,22 +54,30 @@ def build_graph() -> Any:
 
         def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                       **kwargs: Any) -> ChatResult:  # fmt: skip
+            point()
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
     @tool
     def weather(city: str) -> str:
         """Weather in a city."""
+        point()
         return f"sunny in {city}"
 
     @tool
     def population(city: str) -> int:
         """Population of a city."""
+        point()
         return len(city) * 100_000
 
     @tool
     def distance(a: str, b: str) -> float:
         """Distance between two cities."""
+        point()
         return float(len(a) + len(b)) * 100
+
+    def step(index: int, state: dict[str, Any]) -> dict[str, Any]:
+        point()
+        return {"steps": [index]}
 
     model = Scripted()
     State = TypedDict(  # noqa: UP013
@@ -75,6 +85,7 @@ def build_graph() -> Any:
     )
 
     def agent(state: dict[str, Any]) -> dict[str, Any]:
+        point()
         return {"messages": [model.invoke(state["messages"])]}
 
     g = StateGraph(State)
@@ -85,7 +96,7 @@ def build_graph() -> Any:
     previous = "tools"
     for i in range(8):
         name = f"step_{i}"
-        g.add_node(name, lambda state, _i=i: {"steps": [_i]})
+        g.add_node(name, partial(step, i))
         g.add_edge(previous, name)
         previous = name
     g.add_edge(previous, END)

@@ -39,17 +39,20 @@ os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram_p
 
 
 def build_triage() -> Any:
+    from _floor import point
     from agents import Agent, function_tool
     from openprogram.integrations.openai_agents_demo import scripted_model
 
     @function_tool
     def lookup(key: str) -> str:
         """Look a key up."""
+        point()
         return f"value of {key}"
 
     @function_tool
     async def double(text: str) -> str:
         """Repeat the text twice."""
+        point()
         return text + text
 
     def steps(prefix: str) -> list[Any]:

@@ -48,12 +48,14 @@ TOOLS = ("lookup", "convert", "rank")
 
 
 def build_agent() -> Any:
+    from _floor import point
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.usage import RequestUsage
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        point()
         if len(messages) == 1:  # the prompt: ask for the three tools at once
             parts: list[Any] = [
                 ToolCallPart(name, {"key": f"k{n}"}, tool_call_id=f"c{n}") for n, name in enumerate(TOOLS)
@@ -66,14 +68,17 @@ def build_agent() -> Any:
 
     @agent.tool_plain
     async def lookup(key: str) -> str:
+        point()
         return f"value of {key}"
 
     @agent.tool_plain
     async def convert(key: str) -> str:
+        point()
         return key.upper()
 
     @agent.tool_plain
     def rank(key: str) -> int:  # a sync tool: Pydantic AI runs it in a worker thread
+        point()
         return len(key)
 
     return agent

@@ -40,7 +40,7 @@ os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
 os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram-bench-"))
 
 import openprogram
-from _floor import Floor, verdict
+from _floor import Floor, point, verdict
 from _util import writer_cpu
 from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
 from opentelemetry import trace
@@ -77,14 +77,17 @@ def sk_diagnostics(on: bool) -> None:
 class Trip:
     @kernel_function(description="forecast")
     def forecast(self, city: str) -> str:
+        point()
         return f"sunny in {city}"
 
     @kernel_function(description="trains")
     async def trains(self, city: str) -> str:
+        point()
         return f"3 trains to {city}"
 
     @kernel_function(description="hotels")
     async def hotels(self, city: str) -> list[str]:
+        point()
         return [f"{city} Central", f"{city} Harbour"]
 
 
