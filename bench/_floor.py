@@ -27,11 +27,12 @@ rotation, beside the uninstrumented run; ``p3-floor`` splits it further.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from _util import capture_bindings
@@ -170,26 +171,30 @@ class Floor:
     def cost(self, runs: int) -> None:
         """The floor of ``runs`` runs: their values encoded and their rows stored, synced at the end."""
         self.encode(runs)
-        self._synced(runs)
+        self.store(runs)
 
     def encoding_in_place(self, runs: int) -> None:
         """``runs`` runs of the workload, each of its :func:`point` calls encoding its share of the run's values."""
-        global _at_point
-        _at_point = self._encoder_at_points()
-        try:
+        with self.encoding_at_points():
             for _ in range(runs):
                 self.step()
-        finally:
-            _at_point = _nothing
 
     def in_place(self, runs: int) -> None:
         """``runs`` runs of the workload with the floor's values encoded at the run's points, then
         their rows stored as :meth:`cost` stores them."""
         self.encoding_in_place(runs)
+        self.store(runs)
+
+    def store(self, runs: int) -> None:
+        """``runs`` runs' rows stored as :meth:`cost` stores them (for a workload run elsewhere, such as
+        on an event loop already running, inside :meth:`encoding_at_points`)."""
         self._synced(runs)
 
-    def _encoder_at_points(self) -> Callable[[], None]:
-        """What :func:`point` does in place: the n-th point of a run encodes the n-th share of its values."""
+    @contextlib.contextmanager
+    def encoding_at_points(self) -> Iterator[None]:
+        """While open, the workload's :func:`point` calls encode the floor's values: the n-th point
+        of a run the n-th share of them."""
+        global _at_point
         encode, values, points = self.encoded, self.values, max(self.points, 1)
         count = len(values)
         shares = [values[index * count // points : (index + 1) * count // points] for index in range(points)]
@@ -199,7 +204,11 @@ class Floor:
             for value in shares[next(counter) % points]:
                 encode(value)
 
-        return at_point
+        _at_point = at_point
+        try:
+            yield
+        finally:
+            _at_point = _nothing
 
 
 def _points_a_run(step: Callable[[], Any]) -> int:
@@ -217,16 +226,23 @@ def _points_a_run(step: Callable[[], Any]) -> int:
     return len(made)
 
 
-def verdict(overhead: float, floor: float, peer: str, peer_overhead: float, writer: float) -> str:
+def verdict(overhead: float, floor: float, peer: str, peer_overhead: float, writer: float,
+            in_place: float | None = None) -> str:  # fmt: skip
     """Lines: openprogram's overhead split by thread (``writer``: the writer thread's share of the run),
-    the floor, the target it sets, and whether openprogram meets it and stays below its peer."""
+    the floor, the target it sets, and whether openprogram meets it and stays below its peer; with
+    ``in_place`` (what :meth:`Floor.in_place` adds to the run), openprogram against that floor too."""
     target = TARGET * floor
     met = "met" if overhead <= target else "not met"
     below = "below" if overhead < peer_overhead else "not below"
-    return (f"openprogram {overhead * 100:+.1f}% of the run: the caller's threads (hooks, capture) "
-            f"{(overhead - writer) * 100:+.1f}%, the writer {writer * 100:+.1f}%\n"
-            f"  floor {floor * 100:.1f}%, target <= {target * 100:.1f}%: {met}; {peer} {peer_overhead * 100:+.1f}% "
-            f"(openprogram {below} it)")  # fmt: skip
+    lines = (f"openprogram {overhead * 100:+.1f}% of the run: the caller's threads (hooks, capture) "
+             f"{(overhead - writer) * 100:+.1f}%, the writer {writer * 100:+.1f}%\n"
+             f"  floor {floor * 100:.1f}%, target <= {target * 100:.1f}%: {met}; {peer} {peer_overhead * 100:+.1f}% "
+             f"(openprogram {below} it)")  # fmt: skip
+    if in_place is not None:
+        lines += (f"\n  floor in place {in_place * 100:+.1f}% (its values encoded where the run has them): "
+                  f"openprogram {overhead / in_place:.2f}x it" if in_place > 0 else
+                  f"\n  floor in place {in_place * 100:+.1f}%: within the run's noise")  # fmt: skip
+    return lines
 
 
 def synchronous(run: Callable[[], Any]) -> Callable[[], Any]:

@@ -3,7 +3,7 @@
     python bench/p3_crewai.py [--runs 50]
 
 One crew of 2 agents x 3 tool calls (scripted offline LLM, native tool calling)
-is kicked off ``--runs`` times in each of three modes, interleaved round by
+is kicked off ``--runs`` times in each of six modes, interleaved round by
 round in the same process (order shuffled per round):
 
 - ``plain``: not instrumented;
@@ -16,7 +16,9 @@ round in the same process (order shuffled per round):
   bus hands to a worker thread); the adapter registers none where CrewAI has hook runners
   to wrap (1.15.3 and later);
 - ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as
-  each ``openprogram`` run is.
+  each ``openprogram`` run is;
+- ``floor_in_place``: a plain run with the floor's values encoded where the run has
+  them (its tools), its rows stored after, as the floor stores them.
 
 Prints the median wall time and process CPU time (all threads) per run of each
 mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
@@ -164,13 +166,22 @@ def main() -> int:
     def run_floor() -> None:
         timed("floor", lambda: floor.cost(1))
 
+    def floor_in_place(crew: Any) -> None:
+        with floor.encoding_at_points():
+            crew.kickoff()
+        floor.store(1)
+
+    def run_floor_in_place() -> None:
+        crew = build_crew()
+        timed("floor_in_place", lambda: floor_in_place(crew))
+
     times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": [], "passing_hooks": [],
-                                     "floor": []}  # fmt: skip
+                                     "floor": [], "floor_in_place": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
     modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference,
-             "passing_hooks": run_passing_hooks, "floor": run_floor}  # fmt: skip
+             "passing_hooks": run_passing_hooks, "floor": run_floor, "floor_in_place": run_floor_in_place}  # fmt: skip
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for _ in range(5):  # warm-up (imports, caches), not measured
             for fn in modes.values():
@@ -208,7 +219,8 @@ def main() -> int:
     print(f"  floor: {floor.describe()}")
     print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
                               "OpenInference", cpu_medians["openinference"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base))  # fmt: skip
+                              statistics.median(writers["openprogram"]) / cpu_base,
+                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs")
     return 0
 

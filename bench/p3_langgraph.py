@@ -2,12 +2,13 @@
 
 A 10-node graph (a scripted agent asking for 3 tools at once, a ToolNode that
 runs them in parallel, then 8 plain nodes), 100 runs per sample, measured in
-one process with the four setups interleaved: uninstrumented, openprogram
+one process with the five setups interleaved: uninstrumented, openprogram
 (``instrument("langgraph")`` inside a ``session_context`` on a SQLite store,
 flushed inside the timed region), OpenInference's ``LangChainInstrumentor``
 (in-memory span exporter), and the floor (``_floor.py``: one run's record
-replayed without hooks, the figure the target is set against). Medians over the
-repetitions; ratios printed.
+replayed without hooks, the figure the target is set against; and the floor in
+place, its values encoded where the run has them). Medians over the repetitions;
+ratios printed.
 
     python bench/p3_langgraph.py [--repeats 15] [--runs 100]
 """
@@ -157,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
 
     setups: dict[str, Callable[[], None]] = {"uninstrumented": baseline, "openprogram": ours,
                                              "openinference": openinference,
-                                             "floor": lambda: floor.cost(args.runs)}  # fmt: skip
+                                             "floor": lambda: floor.cost(args.runs),
+                                             "floor in place": lambda: floor.in_place(args.runs)}  # fmt: skip
     for fn in setups.values():  # warm-up: imports, caches, first-time wrapper setup
         fn()
     samples: dict[str, list[float]] = {name: [] for name in setups}
@@ -190,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     median = {name: statistics.median(values) for name, values in cpu.items()}
     base = median["uninstrumented"]
     print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "OpenInference",
-                              median["openinference"] / base - 1,
-                              statistics.median(writer["openprogram"]) / base))  # fmt: skip
+                              median["openinference"] / base - 1, statistics.median(writer["openprogram"]) / base,
+                              median["floor in place"] / base - 1))  # fmt: skip
     print(f"  calls recorded a run: {per_run:.1f} (expected 15: 1 graph, 10 nodes, 1 model call, 3 tools)")
     return 0
 

@@ -4,7 +4,7 @@
 
 One run: a triage agent calls 3 tools (one per turn), hands off to a billing agent
 that calls 3 more and answers — 8 model requests (the offline scripted model), 6
-tool calls, 1 hand-off. It is run ``--runs`` times in each of four modes, interleaved
+tool calls, 1 hand-off. It is run ``--runs`` times in each of five modes, interleaved
 run by run in the same process and event loop (order shuffled per round):
 
 - ``plain``: not instrumented, the SDK's tracing off;
@@ -15,7 +15,9 @@ run by run in the same process and event loop (order shuffled per round):
   default (``BatchTraceProcessor`` -> ``BackendSpanExporter``), its HTTP client on an
   in-process transport that answers 200 instead of OpenAI's servers;
 - ``floor``: one run's record replayed without hooks (``_floor.py``), flushed as each
-  ``openprogram`` run is: the figure the target is set against.
+  ``openprogram`` run is: the figure the target is set against;
+- ``floor_in_place``: a plain run with the floor's values encoded where the run has them
+  (its tools), its rows stored after, as the floor stores them.
 
 Prints the median wall time and process CPU time (all threads) per run of each
 mode and the ratios to ``plain``; on a shared machine the CPU figure is the steadier one.
@@ -93,16 +95,21 @@ def main() -> int:
     store = openprogram.open_store(f"sqlite:///{home}/bench.db")
     floor = Floor.of("agents", lambda: Runner.run(build_triage(), "I was charged twice"), home)
     loop = asyncio.new_event_loop()
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "sdk_tracing": [], "floor": []}
+    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "sdk_tracing": [], "floor": [],
+                                     "floor_in_place": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
     # Agents are built after the mode is switched on and outside the timed region (see bench/p3_crewai.py).
-    def timed(mode: str, agent: Any, session: bool = False) -> None:
+    def timed(mode: str, agent: Any, session: bool = False, in_place: bool = False) -> None:
         start, cpu, started_writer = time.perf_counter(), time.process_time(), writer_cpu()
         if session:
             with openprogram.session_context(store=store):
                 loop.run_until_complete(Runner.run(agent, "I was charged twice"))
+        elif in_place:
+            with floor.encoding_at_points():
+                loop.run_until_complete(Runner.run(agent, "I was charged twice"))
+            floor.store(1)
         else:
             loop.run_until_complete(Runner.run(agent, "I was charged twice"))
         times[mode].append(time.perf_counter() - start)
@@ -132,7 +139,11 @@ def main() -> int:
         times["floor"].append(time.perf_counter() - start)
         cpus["floor"].append(time.process_time() - cpu)
 
-    modes = {"plain": run_plain, "openprogram": run_openprogram, "sdk_tracing": run_sdk_tracing, "floor": run_floor}
+    def run_floor_in_place() -> None:
+        timed("floor_in_place", build_triage(), in_place=True)
+
+    modes = {"plain": run_plain, "openprogram": run_openprogram, "sdk_tracing": run_sdk_tracing, "floor": run_floor,
+             "floor_in_place": run_floor_in_place}  # fmt: skip
     for _ in range(5):  # warm-up (imports, caches), not measured
         for fn in modes.values():
             fn()
@@ -165,7 +176,8 @@ def main() -> int:
     print(f"  floor: {floor.describe()}")
     print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
                               "the SDK's tracing", cpu_medians["sdk_tracing"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base))  # fmt: skip
+                              statistics.median(writers["openprogram"]) / cpu_base,
+                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs; "
           f"the SDK's tracing posted {len(posted)} batches, {sum(posted) // 1024} KiB")  # fmt: skip
     loop.close()

@@ -5,7 +5,7 @@
 Workload: one agent run whose (scripted, zero-latency) ``FunctionModel`` asks for 3 tool
 calls in one response — Pydantic AI runs them concurrently, the sync one in its worker
 thread — and then answers: 2 model requests, 3 tool calls. A sample is ``--runs`` runs on
-one event loop; the three modes are interleaved sample by sample in one process (order
+one event loop; the seven modes are interleaved sample by sample in one process (order
 shuffled per round) and compared by the median of their per-run times over ``--rounds``:
 
 - ``plain``: not instrumented;
@@ -22,7 +22,9 @@ shuffled per round) and compared by the median of their per-run times over ``--r
   validation, tool execution, output processing), outermost, each passing straight through:
   what Pydantic AI charges for the hooks openprogram's capability uses;
 - ``floor``: one run's record replayed without hooks (``_floor.py``), the figure the target is
-  set against.
+  set against;
+- ``floor_in_place``: plain runs with the floor's values encoded where the run has them (its
+  tools and model function), its rows stored after, as the floor stores them.
 
 Prints the median wall time and process CPU time (all threads, openprogram's writer
 included) per run of each mode and the ratios to ``plain``; on a shared machine the CPU
@@ -156,7 +158,7 @@ def main() -> int:
     loop = asyncio.new_event_loop()
     empty, passing = _empty_capability(), _passing_capability()
     times: dict[str, list[float]] = {"plain": [], "openprogram": [], "pydantic_ai_otel": [], "empty_capability": [],
-                                     "passing_capability": [], "floor": []}  # fmt: skip
+                                     "passing_capability": [], "floor": [], "floor_in_place": []}  # fmt: skip
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
@@ -204,6 +206,14 @@ def main() -> int:
     def run_floor() -> None:
         timed("floor", lambda: floor.cost(args.runs))
 
+    def floor_in_place() -> None:
+        with floor.encoding_at_points():
+            runs()
+        floor.store(args.runs)
+
+    def run_floor_in_place() -> None:
+        timed("floor_in_place", floor_in_place)
+
     modes = {
         "plain": run_plain,
         "openprogram": run_openprogram,
@@ -211,6 +221,7 @@ def main() -> int:
         "empty_capability": run_empty,
         "passing_capability": run_passing,
         "floor": run_floor,
+        "floor_in_place": run_floor_in_place,
     }
     for _ in range(2):  # warm-up (imports, schema caches), not measured
         for fn in modes.values():
@@ -247,7 +258,8 @@ def main() -> int:
     print(f"  floor: {floor.describe()}")
     print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
                               "Pydantic AI's OTel", cpu_medians["pydantic_ai_otel"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base))  # fmt: skip
+                              statistics.median(writers["openprogram"]) / cpu_base,
+                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
     print(f"  calls recorded by openprogram: {recorded} over {(args.rounds + 2) * args.runs} runs")
     return 0
 

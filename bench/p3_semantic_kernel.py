@@ -12,7 +12,9 @@ and compared by the median of their per-round times:
   (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true``) with an
   OpenTelemetry SDK tracer provider exporting to an in-memory exporter;
 - ``floor``: one run's record replayed without hooks (``_floor.py``), the figure the
-  target is set against.
+  target is set against;
+- ``floor_in_place``: the baseline's runs with the floor's values encoded where the
+  run has them (its functions), its rows stored after.
 
 How SK diagnostics are toggled inside one process: SK reads the environment
 variable once, at import, into module-level ``MODEL_DIAGNOSTICS_SETTINGS``
@@ -121,6 +123,12 @@ async def sample(mode: str, kernel: Kernel, arguments: KernelArguments, n: int, 
         started, cpu = time.perf_counter(), time.process_time()
         floor.cost(n)
         return time.perf_counter() - started, time.process_time() - cpu
+    if mode == "floor_in_place":  # the floor's values encoded where these runs have them, its rows stored after
+        started, cpu = time.perf_counter(), time.process_time()
+        with floor.encoding_at_points():
+            await runs(kernel, arguments, n)
+        floor.store(n)
+        return time.perf_counter() - started, time.process_time() - cpu
     if mode == "openprogram":
         openprogram.instrument("semantic_kernel")
         try:
@@ -151,7 +159,7 @@ async def main() -> None:
     floor = await asyncio.to_thread(  # on an event loop of its own
         Floor.of, "semantic_kernel", lambda: floor_kernel.invoke_prompt(PROMPT, arguments=floor_arguments),
         os.environ["OPENPROGRAM_HOME"])  # fmt: skip
-    modes = ["baseline", "openprogram", "sk_otel", "floor"]
+    modes = ["baseline", "openprogram", "sk_otel", "floor", "floor_in_place"]
     for mode in modes:  # warm-up: imports, pydantic schemas, the store
         await sample(mode, kernel, arguments, 10, store, floor)
     exporter.clear()
@@ -188,7 +196,8 @@ async def main() -> None:
     median = {m: statistics.median(t) for m, t in cpu.items()}
     base = median["baseline"]
     print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "SK's diagnostics",
-                              median["sk_otel"] / base - 1, statistics.median(writer_cpus) / base))  # fmt: skip
+                              median["sk_otel"] / base - 1, statistics.median(writer_cpus) / base,
+                              median["floor_in_place"] / base - 1))  # fmt: skip
     openprogram.flush()
 
 
