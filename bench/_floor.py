@@ -93,10 +93,12 @@ class Floor:
         try:
             with openprogram.session_context(store=store):
                 step()  # warm-up: first-time set-up
+                openprogram.flush()  # the warm-up's values all encoded before the count begins
                 for module in binding:
                     module.capture_json = keeping
                 try:
                     step()
+                    openprogram.flush()  # values the writer encodes (arguments kept by reference) count too
                 finally:
                     for module in binding:
                         module.capture_json = encode
