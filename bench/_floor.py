@@ -86,7 +86,6 @@ class Floor:
             captured.append(value)
             return encode(value)
 
-        binding = capture_bindings()
         path = os.path.join(home, "recorded.db")
         store = openprogram.open_store(f"sqlite:///{path}")
         openprogram.instrument(identifier)
@@ -94,6 +93,7 @@ class Floor:
             with openprogram.session_context(store=store):
                 step()  # warm-up: first-time set-up
                 openprogram.flush()  # the warm-up's values all encoded before the count begins
+                binding = capture_bindings()  # now: instrument() and the run import the modules that encode
                 for module in binding:
                     module.capture_json = keeping
                 try:
