@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import logging
+import re
 from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram._instrument import INTEGRATIONS
 
 from .conftest import run_python
 
@@ -83,6 +86,15 @@ def test_extra_name_is_the_distribution_name() -> None:
         openprogram.instrument("semantic_kernel")
     with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[semantic-kernel\]"):
         openprogram.instrument("semantic-kernel")  # the distribution's spelling is accepted too
+
+
+def test_the_all_extra_installs_every_supported_framework() -> None:
+    requirements = importlib.metadata.requires("openprogram") or []
+    pattern = re.compile(r"openprogram\[(?P<extra>[\w-]+)\]\s*;\s*extra\s*==\s*['\"]all['\"]")
+    in_all = {match["extra"] for match in map(pattern.match, requirements) if match is not None}
+    adapters = [getattr(importlib.import_module(module), name) for module, _, name in
+                (target.partition(":") for target in INTEGRATIONS.values())]  # fmt: skip
+    assert {adapter.extra for adapter in adapters} <= in_all
 
 
 def test_unknown_integration_name() -> None:
