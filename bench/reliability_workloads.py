@@ -283,10 +283,83 @@ def crewai_workload() -> AsyncWorkload:
     return run
 
 
+# The two agent workloads below ask for one sync and one async tool in one model turn; each
+# wraps one of ours, so the paths below a framework tool are branch's and async_branch's.
+BRANCH_PATHS = {"", "/x", "/x/l", "/x/t"}
+ASYNC_BRANCH_PATHS = {"", "/x", "/x/l", "/x/b", "/x/b/l", "/x/b/t", "/x/c"}
+
+
+def pydantic_ai_workload() -> AsyncWorkload:
+    """One Pydantic AI agent shared by every session; its scripted model reads the owner from the prompt."""
+    _require("pydantic_ai", "pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    openprogram.instrument("pydantic_ai")
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart("done")])
+        (who,) = [part.content for part in messages[0].parts if isinstance(part, UserPromptPart)]
+        return ModelResponse(parts=[ToolCallPart("agent_branch", {"who": who, "path": "p1"}),
+                                    ToolCallPart("agent_async_branch", {"who": who, "path": "p2"})])  # fmt: skip
+
+    agent = Agent(FunctionModel(script), name="worker")
+
+    @agent.tool_plain
+    def agent_branch(who: str, path: str) -> str:
+        """Run the branch tool under ``path``."""
+        return branch(who, path + "/x")
+
+    @agent.tool_plain
+    async def agent_async_branch(who: str, path: str) -> str:
+        """Run the async branch tool under ``path``."""
+        return await async_branch(who, path + "/x")
+
+    async def run(who: str) -> set[str]:
+        await agent.run(who)
+        return {"p1" + p for p in BRANCH_PATHS} | {"p2" + p for p in ASYNC_BRANCH_PATHS}
+
+    return run
+
+
+def openai_agents_workload() -> AsyncWorkload:
+    """An OpenAI Agents SDK agent per session, its scripted model naming the session's owner."""
+    _require("agents", "openai_agents")
+    from agents import Agent, Runner, function_tool
+    from openprogram.integrations.openai_agents_demo import prepare, scripted_model
+
+    prepare()  # the SDK's tracing off: it would export to OpenAI's servers
+    openprogram.instrument("agents")
+
+    @function_tool
+    def agent_branch(who: str, path: str) -> str:
+        """Run the branch tool under ``path``."""
+        return branch(who, path + "/x")
+
+    @function_tool
+    async def agent_async_branch(who: str, path: str) -> str:
+        """Run the async branch tool under ``path``."""
+        return await async_branch(who, path + "/x")
+
+    async def run(who: str) -> set[str]:
+        asks = [("agent_branch", {"who": who, "path": "o1"}), ("agent_async_branch", {"who": who, "path": "o2"})]
+        model = scripted_model([asks, f"done {who}"])
+        agent = Agent(name="worker", instructions="run the tools", model=model,
+                      tools=[agent_branch, agent_async_branch])  # fmt: skip
+        await Runner.run(agent, who)
+        return {"o1" + p for p in BRANCH_PATHS} | {"o2" + p for p in ASYNC_BRANCH_PATHS}
+
+    return run
+
+
 FRAMEWORK_WORKLOADS: dict[str, Callable[[], AsyncWorkload]] = {
     "langgraph": langgraph_workload,
     "crewai": crewai_workload,
     "semantic_kernel": semantic_kernel_workload,
+    "pydantic_ai": pydantic_ai_workload,
+    "openai_agents": openai_agents_workload,
 }
 
 
