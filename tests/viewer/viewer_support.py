@@ -14,7 +14,9 @@ import openprogram
 from openprogram._ids import process_owner
 from openprogram.stores import CallRows, Store
 
-FRAMEWORKS = ("langgraph", "crewai", "semantic_kernel")
+FRAMEWORKS = ("langgraph", "crewai", "semantic_kernel", "pydantic_ai", "openai_agents")
+#: the module each framework's demo imports, where it is not the framework's own name
+FRAMEWORK_MODULES = {"openai_agents": "agents"}
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -35,7 +37,7 @@ T = TypeVar("T")
 @dataclasses.dataclass
 class Recorded:
     store: Store
-    #: "langgraph" / "crewai" / "semantic_kernel" / "plain" -> session id
+    #: each of FRAMEWORKS / "plain" -> session id
     sessions: dict[str, str]
 
 
@@ -44,7 +46,8 @@ def record_demo_sessions(store: Store) -> dict[str, str]:
     modules = {name: importlib.import_module(f"openprogram.integrations.{name}_demo") for name in FRAMEWORKS}
     for name, module in modules.items():
         getattr(module, "prepare", lambda: None)()  # CrewAI's switches its telemetry off before it is imported
-        importlib.import_module(name)  # imported before the turn starts: a turn's time is the agent's own
+        # imported before the turn starts: a turn's time is the agent's own
+        importlib.import_module(FRAMEWORK_MODULES.get(name, name))
     enabled = openprogram.instrument(*FRAMEWORKS)
     sessions: dict[str, str] = {}
     try:
