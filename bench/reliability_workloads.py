@@ -283,10 +283,28 @@ def crewai_workload() -> AsyncWorkload:
     return run
 
 
-# The two agent workloads below ask for one sync and one async tool in one model turn; each
-# wraps one of ours, so the paths below a framework tool are branch's and async_branch's.
+# The agent workloads below register these two as framework tools and ask for both in one
+# model turn; the paths below each are branch's and async_branch's.
 BRANCH_PATHS = {"", "/x", "/x/l", "/x/t"}
 ASYNC_BRANCH_PATHS = {"", "/x", "/x/l", "/x/b", "/x/b/l", "/x/b/t", "/x/c"}
+
+
+def agent_branch(who: str, path: str) -> str:
+    """Run the branch tool under ``path``."""
+    return branch(who, path + "/x")
+
+
+async def agent_async_branch(who: str, path: str) -> str:
+    """Run the async branch tool under ``path``."""
+    return await async_branch(who, path + "/x")
+
+
+def _asks(who: str, first: str, second: str) -> list[tuple[str, dict[str, str]]]:
+    return [("agent_branch", {"who": who, "path": first}), ("agent_async_branch", {"who": who, "path": second})]
+
+
+def _expected_paths(first: str, second: str) -> set[str]:
+    return {first + p for p in BRANCH_PATHS} | {second + p for p in ASYNC_BRANCH_PATHS}
 
 
 def pydantic_ai_workload() -> AsyncWorkload:
@@ -302,24 +320,13 @@ def pydantic_ai_workload() -> AsyncWorkload:
         if len(messages) > 1:
             return ModelResponse(parts=[TextPart("done")])
         (who,) = [part.content for part in messages[0].parts if isinstance(part, UserPromptPart)]
-        return ModelResponse(parts=[ToolCallPart("agent_branch", {"who": who, "path": "p1"}),
-                                    ToolCallPart("agent_async_branch", {"who": who, "path": "p2"})])  # fmt: skip
+        return ModelResponse(parts=[ToolCallPart(name, args) for name, args in _asks(who, "p1", "p2")])
 
-    agent = Agent(FunctionModel(script), name="worker")
-
-    @agent.tool_plain
-    def agent_branch(who: str, path: str) -> str:
-        """Run the branch tool under ``path``."""
-        return branch(who, path + "/x")
-
-    @agent.tool_plain
-    async def agent_async_branch(who: str, path: str) -> str:
-        """Run the async branch tool under ``path``."""
-        return await async_branch(who, path + "/x")
+    agent = Agent(FunctionModel(script), name="worker", tools=[agent_branch, agent_async_branch])
 
     async def run(who: str) -> set[str]:
         await agent.run(who)
-        return {"p1" + p for p in BRANCH_PATHS} | {"p2" + p for p in ASYNC_BRANCH_PATHS}
+        return _expected_paths("p1", "p2")
 
     return run
 
@@ -332,24 +339,12 @@ def openai_agents_workload() -> AsyncWorkload:
 
     prepare()  # the SDK's tracing off: it would export to OpenAI's servers
     openprogram.instrument("agents")
-
-    @function_tool
-    def agent_branch(who: str, path: str) -> str:
-        """Run the branch tool under ``path``."""
-        return branch(who, path + "/x")
-
-    @function_tool
-    async def agent_async_branch(who: str, path: str) -> str:
-        """Run the async branch tool under ``path``."""
-        return await async_branch(who, path + "/x")
+    tools = [function_tool(agent_branch), function_tool(agent_async_branch)]
 
     async def run(who: str) -> set[str]:
-        asks = [("agent_branch", {"who": who, "path": "o1"}), ("agent_async_branch", {"who": who, "path": "o2"})]
-        model = scripted_model([asks, f"done {who}"])
-        agent = Agent(name="worker", instructions="run the tools", model=model,
-                      tools=[agent_branch, agent_async_branch])  # fmt: skip
-        await Runner.run(agent, who)
-        return {"o1" + p for p in BRANCH_PATHS} | {"o2" + p for p in ASYNC_BRANCH_PATHS}
+        model = scripted_model([_asks(who, "o1", "o2"), f"done {who}"])
+        await Runner.run(Agent(name="worker", instructions="run the tools", model=model, tools=tools), who)
+        return _expected_paths("o1", "o2")
 
     return run
 
