@@ -9,7 +9,9 @@ import shlex
 import time
 from typing import TextIO
 
-from ._instrument import INTEGRATIONS, instrument
+from openprogram.integrations import DEMOS
+
+from ._instrument import instrument
 from ._propagation import ContextThreadPoolExecutor
 from ._session import session_context
 from ._tool import tool
@@ -19,9 +21,6 @@ from .stores import Store, describe_store, is_default_store, safe_url
 __all__ = ["follow_up_lines", "run_demo"]
 
 logger = logging.getLogger("openprogram")
-
-#: framework name -> module with ``run_demo(emit)`` (the adapter's module + ``_demo``); run inside the demo's session.
-DEMOS = {name: f"{INTEGRATIONS[name].partition(':')[0]}_demo" for name in INTEGRATIONS}
 
 
 @tool

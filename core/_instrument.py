@@ -1,7 +1,7 @@
 """``instrument()`` / ``uninstrument()``: switching framework adapters on and off.
 
-Adapters live in ``openprogram.integrations.<name>`` and are found by import
-string. ``instrument()`` imports no framework: an adapter whose framework is
+Adapters live in ``openprogram.integrations.<name>`` and are found by the import
+strings of its registry. ``instrument()`` imports no framework: an adapter whose framework is
 imported already is enabled at once, any other when the program imports it.
 """
 
@@ -11,22 +11,14 @@ import importlib
 import logging
 import threading
 
+from openprogram.integrations import ALIASES, INTEGRATIONS
+
 from ._integration import DidNotEnable, Integration
 
 __all__ = ["INTEGRATIONS", "DidNotEnable", "Integration", "instrument", "instrumented", "uninstrument"]
 
 logger = logging.getLogger("openprogram")
 
-#: name -> import string of its Integration subclass
-INTEGRATIONS: dict[str, str] = {
-    "langgraph": "openprogram.integrations.langgraph:LangGraphIntegration",
-    "crewai": "openprogram.integrations.crewai:CrewAIIntegration",
-    "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
-    "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
-    "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
-}
-#: other spellings ``instrument()`` accepts
-ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
 
 _lock = threading.RLock()
 _armed: dict[str, Integration] = {}

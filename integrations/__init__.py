@@ -1,4 +1,28 @@
-"""Framework adapters, one module per framework; none imports its framework at module scope.
+"""Framework adapters, one per framework; none imports its framework at module scope.
 
-Enable them with :func:`openprogram.instrument`.
+Enable them with :func:`openprogram.instrument`. This module is the registry: it names each
+adapter and its demo by import string, so reading it imports no adapter and no framework.
 """
+
+from __future__ import annotations
+
+__all__ = ["ALIASES", "DEMOS", "INTEGRATIONS"]
+
+#: framework name -> import string of its Integration subclass
+INTEGRATIONS: dict[str, str] = {
+    "langgraph": "openprogram.integrations.langgraph:LangGraphIntegration",
+    "crewai": "openprogram.integrations.crewai:CrewAIIntegration",
+    "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
+    "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
+    "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
+}
+#: other spellings ``instrument()`` accepts
+ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
+#: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
+DEMOS: dict[str, str] = {
+    "langgraph": "openprogram.integrations.langgraph_demo",
+    "crewai": "openprogram.integrations.crewai_demo",
+    "semantic_kernel": "openprogram.integrations.semantic_kernel_demo",
+    "pydantic_ai": "openprogram.integrations.pydantic_ai_demo",
+    "agents": "openprogram.integrations.openai_agents_demo",
+}
