@@ -15,9 +15,19 @@ import nox
 import tomllib
 
 nox.options.sessions = [
-    "tests", "postgres", "langgraph", "crewai", "semantic_kernel", "pydantic_ai", "openai_agents",
-    "reliability", "otlp", "viewer", "upstream", "lint",
-]  # fmt: skip
+    "tests",
+    "postgres",
+    "langgraph",
+    "crewai",
+    "semantic_kernel",
+    "pydantic_ai",
+    "openai_agents",
+    "reliability",
+    "otlp",
+    "viewer",
+    "upstream",
+    "lint",
+]
 nox.options.reuse_existing_virtualenvs = True
 # uv creates and fills each session's virtualenv in seconds where pip takes minutes; virtualenv if uv is missing.
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -70,9 +80,12 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "openai_agents": ["langgraph>=1.0"],  # the cross tree
 }
 EXTRAS = {
-    "langgraph": "langgraph", "crewai": "crewai", "semantic_kernel": "semantic-kernel",
-    "pydantic_ai": "pydantic-ai", "openai_agents": "openai-agents",
-}  # fmt: skip
+    "langgraph": "langgraph",
+    "crewai": "crewai",
+    "semantic_kernel": "semantic-kernel",
+    "pydantic_ai": "pydantic-ai",
+    "openai_agents": "openai-agents",
+}
 
 
 def _pytest(session: nox.Session, *paths: str) -> None:
@@ -158,9 +171,18 @@ def viewer(session: nox.Session) -> None:
 # Postgres and Redis clients are imported at module scope even when their servers are not used).
 # Left out: coverage, watch, repeat, dotenv, benchmark and CLI tools the tests do not need.
 UPSTREAM_TEST_DEPS = [
-    "pytest", "pytest-mock", "pytest-xdist", "pytest-timeout", "syrupy", "httpx", "pycryptodome", "redis",
-    "psycopg[binary]", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
-]  # fmt: skip
+    "pytest",
+    "pytest-mock",
+    "pytest-xdist",
+    "pytest-timeout",
+    "syrupy",
+    "httpx",
+    "pycryptodome",
+    "redis",
+    "psycopg[binary]",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+]
 UPSTREAM_DIR = Path(__file__).parent / "tests" / "upstream"
 # A test of upstream's that hangs (rare, in either run) fails after this long instead of stalling CI: the thread
 # method prints every thread's stack, names the test, and ends only that xdist worker (xdist starts another).
@@ -219,15 +241,30 @@ def upstream(session: nox.Session) -> None:
             tmp.mkdir()
             session.run(
                 # --disable-warnings only hides the summary (two copies of ~180 deprecation warnings).
-                "pytest", "tests", "-q", "-n", "2", "--disable-warnings", f"--junitxml={reports / run}.xml", *plugin,
-                *UPSTREAM_TEST_TIMEOUT, *session.posargs,
-                env={**env, "TMPDIR": str(tmp)}, success_codes=[0, 1],  # failures are judged by the comparison
-            )  # fmt: skip
+                "pytest",
+                "tests",
+                "-q",
+                "-n",
+                "2",
+                "--disable-warnings",
+                f"--junitxml={reports / run}.xml",
+                *plugin,
+                *UPSTREAM_TEST_TIMEOUT,
+                *session.posargs,
+                env={**env, "TMPDIR": str(tmp)},
+                success_codes=[0, 1],  # failures are judged by the comparison
+            )
     with session.chdir(source):  # --confirm re-runs a regression alone, from the sdist's tree
         session.run(
-            "python", str(UPSTREAM_DIR / "compare.py"), str(reports / "plain.xml"), str(reports / "instrumented.xml"),
-            "--stats", str(stats), "--confirm", env=env,
-        )  # fmt: skip
+            "python",
+            str(UPSTREAM_DIR / "compare.py"),
+            str(reports / "plain.xml"),
+            str(reports / "instrumented.xml"),
+            "--stats",
+            str(stats),
+            "--confirm",
+            env=env,
+        )
 
 
 @nox.session(python=PYTHON)
@@ -244,7 +281,11 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """All benchmarks (figures printed as ratios against baselines measured in the same run)."""
     session.install(
-        "-e", ".[all]", *TEST_DEPS, "opentelemetry-sdk",
-        "openinference-instrumentation-langchain", "openinference-instrumentation-crewai",
-    )  # fmt: skip
+        "-e",
+        ".[all]",
+        *TEST_DEPS,
+        "opentelemetry-sdk",
+        "openinference-instrumentation-langchain",
+        "openinference-instrumentation-crewai",
+    )
     session.run("python", "-m", "bench", *session.posargs)

@@ -58,8 +58,16 @@ def point() -> None:
 class Floor:
     """One run's record (its encoded values and stored rows), replayable for any number of runs."""
 
-    def __init__(self, step: Callable[[], Any], values: list[Any], rows: list[tuple[Any, ...]], columns: list[str],
-                 schema: list[str], seconds_a_run: float, home: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        step: Callable[[], Any],
+        values: list[Any],
+        rows: list[tuple[Any, ...]],
+        columns: list[str],
+        schema: list[str],
+        seconds_a_run: float,
+        home: str,
+    ) -> None:
         self.step = step  # one run, uninstrumented unless instrument() is on
         self.values, self.rows, self.columns, self.schema = values, rows, columns, schema
         self.home = home
@@ -115,8 +123,9 @@ class Floor:
         started = time.perf_counter()
         for _ in range(3):
             step()
-        made = cls(step, captured, recorded[len(recorded) // 2 :], columns, schema,
-                   (time.perf_counter() - started) / 3, home)  # fmt: skip
+        made = cls(
+            step, captured, recorded[len(recorded) // 2 :], columns, schema, (time.perf_counter() - started) / 3, home
+        )
         made.points = _points_a_run(step)
         return made
 
@@ -228,22 +237,28 @@ def _points_a_run(step: Callable[[], Any]) -> int:
     return len(made)
 
 
-def verdict(overhead: float, floor: float, peer: str, peer_overhead: float, writer: float,
-            in_place: float | None = None) -> str:  # fmt: skip
+def verdict(
+    overhead: float, floor: float, peer: str, peer_overhead: float, writer: float, in_place: float | None = None
+) -> str:
     """Lines: openprogram's overhead split by thread (``writer``: the writer thread's share of the run),
     the floor, the target it sets, and whether openprogram meets it and stays below its peer; with
     ``in_place`` (what :meth:`Floor.in_place` adds to the run), openprogram against that floor too."""
     target = TARGET * floor
     met = "met" if overhead <= target else "not met"
     below = "below" if overhead < peer_overhead else "not below"
-    lines = (f"openprogram {overhead * 100:+.1f}% of the run: the caller's threads (hooks, capture) "
-             f"{(overhead - writer) * 100:+.1f}%, the writer {writer * 100:+.1f}%\n"
-             f"  floor {floor * 100:.1f}%, target <= {target * 100:.1f}%: {met}; {peer} {peer_overhead * 100:+.1f}% "
-             f"(openprogram {below} it)")  # fmt: skip
+    lines = (
+        f"openprogram {overhead * 100:+.1f}% of the run: the caller's threads (hooks, capture) "
+        f"{(overhead - writer) * 100:+.1f}%, the writer {writer * 100:+.1f}%\n"
+        f"  floor {floor * 100:.1f}%, target <= {target * 100:.1f}%: {met}; {peer} {peer_overhead * 100:+.1f}% "
+        f"(openprogram {below} it)"
+    )
     if in_place is not None:
-        lines += (f"\n  floor in place {in_place * 100:+.1f}% (its values encoded where the run has them): "
-                  f"openprogram {overhead / in_place:.2f}x it" if in_place > 0 else
-                  f"\n  floor in place {in_place * 100:+.1f}%: within the run's noise")  # fmt: skip
+        lines += (
+            f"\n  floor in place {in_place * 100:+.1f}% (its values encoded where the run has them): "
+            f"openprogram {overhead / in_place:.2f}x it"
+            if in_place > 0
+            else f"\n  floor in place {in_place * 100:+.1f}%: within the run's noise"
+        )
     return lines
 
 

@@ -48,5 +48,8 @@ def capture_bindings() -> list[Any]:
     from openprogram import _capture
 
     encode = _capture.capture_json
-    return [module for name, module in list(sys.modules.items())
-            if name.startswith("openprogram.") and getattr(module, "capture_json", None) is encode]  # fmt: skip
+    return [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith("openprogram.") and getattr(module, "capture_json", None) is encode
+    ]

@@ -42,8 +42,11 @@ MESSAGES = [
 ]
 TOOLS = ["search_flights", "book_flight"]
 PARAMS = {"temperature": 0.2, "max_tokens": 512}
-REPLY = {"role": "assistant", "content": "TP1234 departs at 07:10.",
-         "tool_calls": [{"id": "c2", "name": "book_flight", "arguments": {"flight": "TP1234"}}]}  # fmt: skip
+REPLY = {
+    "role": "assistant",
+    "content": "TP1234 departs at 07:10.",
+    "tool_calls": [{"id": "c2", "name": "book_flight", "arguments": {"flight": "TP1234"}}],
+}
 
 
 class Client:
@@ -57,11 +60,14 @@ def chat(messages: list[dict[str, Any]], tools: list[str], params: dict[str, Any
 
 def as_request() -> dict[str, Any]:
     translated = [
-        message(m["role"], m["content"], tool_calls=[tool_call(c["id"], c["name"], c["arguments"])
-                                                     for c in m.get("tool_calls", ())],
-                tool_call_id=m.get("tool_call_id"))
+        message(
+            m["role"],
+            m["content"],
+            tool_calls=[tool_call(c["id"], c["name"], c["arguments"]) for c in m.get("tool_calls", ())],
+            tool_call_id=m.get("tool_call_id"),
+        )
         for m in MESSAGES
-    ]  # fmt: skip
+    ]
     return model_inputs(translated, TOOLS, PARAMS)
 
 
@@ -74,10 +80,14 @@ def main() -> dict[str, float]:
         figures = interleaved({kind: lambda run=run: per_call_ns(run, N, 3) for kind, run in calls.items()}, rounds=5)
     tool = figures["tool"]
     print(f"tool call, recorded until durable: {tool / 1000:.1f} us")
-    print(f"llm call, same payload translated into the one shape: {figures['llm'] / 1000:.1f} us "
-          f"({figures['llm'] / tool:.2f}x the tool call)")  # fmt: skip
-    print(f"llm call, payload handed over in the one shape: {figures['llm, shaped'] / 1000:.1f} us "
-          f"({figures['llm, shaped'] / tool:.2f}x the tool call)")  # fmt: skip
+    print(
+        f"llm call, same payload translated into the one shape: {figures['llm'] / 1000:.1f} us "
+        f"({figures['llm'] / tool:.2f}x the tool call)"
+    )
+    print(
+        f"llm call, payload handed over in the one shape: {figures['llm, shaped'] / 1000:.1f} us "
+        f"({figures['llm, shaped'] / tool:.2f}x the tool call)"
+    )
     return figures
 
 
@@ -96,8 +106,10 @@ def _workload(client: Client) -> dict[str, Any]:
             with call:
                 answer = REPLY
             out = answer["tool_calls"][0]
-            call.answered(reply(answer["content"], tool_calls=[tool_call(out["id"], out["name"], out["arguments"])]),
-                          usage(412, 37))  # fmt: skip
+            call.answered(
+                reply(answer["content"], tool_calls=[tool_call(out["id"], out["name"], out["arguments"])]),
+                usage(412, 37),
+            )
         openprogram.flush()
 
     shaped_inputs = as_request()
@@ -122,8 +134,16 @@ def instructions() -> dict[str, float]:
     for kind in ("tool", "llm", "llm, shaped"):
         for n in (0, N):
             out = tempfile.mktemp(prefix="op-llm-cost-", suffix=".out")
-            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                       "--child", kind, str(n)]  # fmt: skip
+            command = [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--child",
+                kind,
+                str(n),
+            ]
             subprocess.run(command, check=True, capture_output=True, env=dict(os.environ, PYTHONHASHSEED="0"))
             with open(out) as f:
                 totals[kind, n] = next(int(m[1]) for line in f if (m := re.match(r"(?:summary|totals): (\d+)", line)))

@@ -38,7 +38,7 @@ def _agent(mode: str, endpoint: str) -> None:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
         os.environ["OTEL_EXPORTER_OTLP_TIMEOUT"] = "2"
     import openprogram
-    from openprogram import _otlp_live
+    from openprogram import _otlp
 
     @openprogram.tool
     def lookup(city: str, day: int) -> str:
@@ -52,7 +52,7 @@ def _agent(mode: str, endpoint: str) -> None:
         for _ in range(500):  # warm up: the store, the writer, the exporter's thread and connection
             plan("Oslo")
         openprogram.flush()
-        _otlp_live.flush_export(10)
+        _otlp.flush_export(10)
         started = time.perf_counter_ns()
         for i in range(N):
             plan("Lisbon" if i % 2 else "Oslo")
@@ -66,9 +66,8 @@ def _exporter(endpoint: str) -> None:
     os.environ["OPENPROGRAM_HOME"] = tempfile.mkdtemp(prefix="op-bench-otlp-")
     import openprogram
     from openprogram._capture import content_captured
-    from openprogram._otlp_cli import row_of
-    from openprogram._otlp_export import MAX_BATCH, Sender
-    from openprogram._otlp_spans import default_resource, spans_of
+    from openprogram._cli import row_of
+    from openprogram._otlp import MAX_BATCH, Sender, default_resource, spans_of
 
     @openprogram.tool
     def lookup(city: str, day: int) -> str:
@@ -103,8 +102,13 @@ def _free_url() -> str:
 
 
 def main() -> dict[str, float]:
-    receiver = subprocess.Popen([sys.executable, RECEIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONPATH": ROOT})  # fmt: skip
+    receiver = subprocess.Popen(
+        [sys.executable, RECEIVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
     assert receiver.stdout is not None and receiver.stdin is not None
     endpoint = receiver.stdout.readline().strip()
     modes = {"off": endpoint, "on": endpoint, "unreachable": _free_url()}
@@ -121,12 +125,16 @@ def main() -> dict[str, float]:
         receiver.wait(10)
     figures = {mode: statistics.median(values) for mode, values in samples.items()}
     off = figures["off"]
-    print(f"a call (a tool calling a tool: 2 records) in a CPU-bound burst, until durable, export off: "
-          f"{off / 1000:.1f} us")  # fmt: skip
+    print(
+        f"a call (a tool calling a tool: 2 records) in a CPU-bound burst, until durable, export off: "
+        f"{off / 1000:.1f} us"
+    )
     for mode, label in (("on", "on"), ("unreachable", "on, nobody listening")):
         print(f"export {label}: {figures[mode] / 1000:.1f} us ({figures[mode] / off:.2f}x export off)")
-    print(f"the exporter's thread, per span (build + encode + send): {per_span / 1000:.1f} us of CPU, "
-          f"{2 * per_span / off:.1f}x a call's recording; it takes at most a tenth of the process's time")  # fmt: skip
+    print(
+        f"the exporter's thread, per span (build + encode + send): {per_span / 1000:.1f} us of CPU, "
+        f"{2 * per_span / off:.1f}x a call's recording; it takes at most a tenth of the process's time"
+    )
     figures["exporter_per_span"] = per_span
     return figures
 

@@ -113,8 +113,12 @@ def _run(target: Any, args_per_proc: list[tuple[Any, ...]]) -> tuple[float, floa
         if p.exitcode != 0:
             raise SystemExit(f"a writer process failed (exit {p.exitcode})")
     t0 = min(r[0] for r in results)
-    return (max(r[1] for r in results) - t0, max(r[2] for r in results) - t0, all(r[3] for r in results),
-            max(r[4] for r in results))  # fmt: skip
+    return (
+        max(r[1] for r in results) - t0,
+        max(r[2] for r in results) - t0,
+        all(r[3] for r in results),
+        max(r[4] for r in results),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=50_000, help="calls per process (default 50000)")
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--url", default=os.environ.get("OPENPROGRAM_BENCH_POSTGRES")
-                        or os.environ.get("OPENPROGRAM_TEST_POSTGRES") or DEFAULT_URL)  # fmt: skip
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("OPENPROGRAM_BENCH_POSTGRES")
+        or os.environ.get("OPENPROGRAM_TEST_POSTGRES")
+        or DEFAULT_URL,
+    )
     args = parser.parse_args(argv)
     try:
         import psycopg
@@ -148,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     admin.close()
     rate = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     spread = {k: (min(r[k] for r in runs), max(r[k] for r in runs)) for k in runs[0]}
-    print(f"P2 postgres ({safe_url(args.url)}): {args.procs} processes x {args.calls:,} tool calls into one session, "
-          f"median of {args.repeats} runs (min-max)")  # fmt: skip
+    print(
+        f"P2 postgres ({safe_url(args.url)}): {args.procs} processes x {args.calls:,} tool calls into one session, "
+        f"median of {args.repeats} runs (min-max)"
+    )
 
     def line(label: str, key: str, unit: str) -> str:
         low, high = spread[key]

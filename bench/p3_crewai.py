@@ -175,13 +175,25 @@ def main() -> int:
         crew = build_crew()
         timed("floor_in_place", lambda: floor_in_place(crew))
 
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "openinference": [], "passing_hooks": [],
-                                     "floor": [], "floor_in_place": []}  # fmt: skip
+    times: dict[str, list[float]] = {
+        "plain": [],
+        "openprogram": [],
+        "openinference": [],
+        "passing_hooks": [],
+        "floor": [],
+        "floor_in_place": [],
+    }
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
-    modes = {"plain": run_plain, "openprogram": run_openprogram, "openinference": run_openinference,
-             "passing_hooks": run_passing_hooks, "floor": run_floor, "floor_in_place": run_floor_in_place}  # fmt: skip
+    modes = {
+        "plain": run_plain,
+        "openprogram": run_openprogram,
+        "openinference": run_openinference,
+        "passing_hooks": run_passing_hooks,
+        "floor": run_floor,
+        "floor_in_place": run_floor_in_place,
+    }
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for _ in range(5):  # warm-up (imports, caches), not measured
             for fn in modes.values():
@@ -208,19 +220,28 @@ def main() -> int:
     for name, value in medians.items():
         cpu = cpu_medians[name]
         print(f"  {name:14s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
-    print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
-          f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(
+        f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
+        f"(openinference: wall {(medians['openinference'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['openinference'] / cpu_base - 1) * 100:+.1f}%)"
+    )
     print(
         f"  CrewAI's own cost of tool hooks that do nothing: cpu "
         f"{(cpu_medians['passing_hooks'] / cpu_base - 1) * 100:+.1f}%"
     )
     print(f"  floor: {floor.describe()}")
-    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
-                              "OpenInference", cpu_medians["openinference"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base,
-                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
+    print(
+        "  cpu  "
+        + verdict(
+            cpu_medians["openprogram"] / cpu_base - 1,
+            cpu_medians["floor"] / cpu_base,
+            "OpenInference",
+            cpu_medians["openinference"] / cpu_base - 1,
+            statistics.median(writers["openprogram"]) / cpu_base,
+            cpu_medians["floor_in_place"] / cpu_base - 1,
+        )
+    )
     print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs")
     return 0
 

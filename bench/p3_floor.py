@@ -115,8 +115,10 @@ def floor(framework: str, runs: int, repeats: int) -> None:
             samples[name].append(time.process_time() - started)
     median = {name: statistics.median(values) for name, values in samples.items()}
     base = median["uninstrumented"]
-    print(f"P3 floor, {framework} workload: {recorded.describe()} (a commit every {recorded.per_commit} runs); "
-          f"CPU time, medians of {repeats} x {runs} runs")  # fmt: skip
+    print(
+        f"P3 floor, {framework} workload: {recorded.describe()} (a commit every {recorded.per_commit} runs); "
+        f"CPU time, medians of {repeats} x {runs} runs"
+    )
     for name, value in median.items():
         share = "" if name == "uninstrumented" else f"  {value / base * 100:5.1f}% of the run"
         if name in RUN_INCLUDED:
@@ -125,14 +127,18 @@ def floor(framework: str, runs: int, repeats: int) -> None:
     each = (median["encode"] + median["store, synced each cycle"]) / base
     fastest = (median["encode, pydantic-core"] + median["store, bare table"]) / base
     synced = (median["encode"] + median["store, synced at flush"]) / base
-    print(f"  encode + store: {synced * 100:.1f}% of the run (the floor: synced at flush); every cycle synced "
-          f"{each * 100:.1f}%; with pydantic-core's encoder and the bare table {fastest * 100:.1f}%")  # fmt: skip
+    print(
+        f"  encode + store: {synced * 100:.1f}% of the run (the floor: synced at flush); every cycle synced "
+        f"{each * 100:.1f}%; with pydantic-core's encoder and the bare table {fastest * 100:.1f}%"
+    )
     in_place = median["floor, in place"] / base - 1
     encoding_in_place = (median["encode, in place"] / base - 1) / (median["encode"] / base)
     overhead = median["openprogram"] / base - 1
-    print(f"  openprogram {overhead * 100:+.1f}%: {overhead / synced:.2f}x the floor (target <= {TARGET}x: "
-          f"{synced * TARGET * 100:.1f}%), {overhead / in_place:.2f}x the floor in place ({in_place * 100:+.1f}%; "
-          f"its encoding {encoding_in_place:.1f}x the loop's)")  # fmt: skip
+    print(
+        f"  openprogram {overhead * 100:+.1f}%: {overhead / synced:.2f}x the floor (target <= {TARGET}x: "
+        f"{synced * TARGET * 100:.1f}%), {overhead / in_place:.2f}x the floor in place ({in_place * 100:+.1f}%; "
+        f"its encoding {encoding_in_place:.1f}x the loop's)"
+    )
 
 
 #: Setups whose samples include the workload's runs: their share is what they add to the run.

@@ -63,9 +63,9 @@ def child(framework: str, mode: str, runs: int) -> None:
     import openprogram
     from _floor import synchronous
     from _util import capture_bindings
-    from openprogram import _writer
+    from openprogram import _recording
 
-    _writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
+    _recording.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
     identifier, run = WORKLOADS[framework][1]()
     if mode == "floor":
         from _floor import Floor
@@ -101,8 +101,17 @@ def child(framework: str, mode: str, runs: int) -> None:
 def _instructions(framework: str, mode: str, runs: int, directory: str) -> int:
     out = os.path.join(directory, f"{framework}-{mode.replace(' ', '-')}-{runs}.out")
     env = dict(os.environ, PYTHONHASHSEED="0", **ONE_BLAS_THREAD)
-    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-               "--child", framework, mode, str(runs)]  # fmt: skip
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        __file__,
+        "--child",
+        framework,
+        mode,
+        str(runs),
+    ]
     done = subprocess.run(command, check=False, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{framework} {mode} {runs} failed:\n{done.stderr[-3000:]}")
@@ -141,12 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         ours = per_run["openprogram"] - base
         print(f"P3 {framework} in instructions per run (callgrind, python {sys.version.split()[0]})")
         print(f"  uninstrumented {base / 1e6:8.2f}M")
-        print(f"  openprogram    {per_run['openprogram'] / 1e6:8.2f}M  overhead {ours / 1e3:7.0f}k "
-              f"{ours / base * 100:+.1f}%")  # fmt: skip
+        print(
+            f"  openprogram    {per_run['openprogram'] / 1e6:8.2f}M  overhead {ours / 1e3:7.0f}k "
+            f"{ours / base * 100:+.1f}%"
+        )
         sqlite = per_run["openprogram"] - per_run.get("memory store", per_run["openprogram"])
         capture = per_run["openprogram"] - per_run["no capture"]
-        parts = [("capturing inputs/outputs", capture),
-                 ("the rest (hooks, recording, encoding rows)", ours - sqlite - capture)]  # fmt: skip
+        parts = [
+            ("capturing inputs/outputs", capture),
+            ("the rest (hooks, recording, encoding rows)", ours - sqlite - capture),
+        ]
         if "memory store" in per_run:
             parts.insert(0, ("SQLite store", sqlite))
         else:
@@ -155,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {label:44s} {part / 1e3:7.0f}k  {part / base * 100:+.1f}%  ({part / ours * 100:.0f}% of ours)")
         floor = per_run["floor"]
         met = "met" if ours <= TARGET * floor else "not met"
-        print(f"  floor          {floor / 1e3:8.0f}k  {floor / base * 100:+.1f}%: openprogram {ours / floor:.2f}x it "
-              f"(target <= {TARGET}x: {met})")  # fmt: skip
+        print(
+            f"  floor          {floor / 1e3:8.0f}k  {floor / base * 100:+.1f}%: openprogram {ours / floor:.2f}x it "
+            f"(target <= {TARGET}x: {met})"
+        )
     return 0
 
 

@@ -53,8 +53,9 @@ def build_graph() -> Any:
         def _llm_type(self) -> str:
             return "scripted"
 
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> ChatResult:  # fmt: skip
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> ChatResult:
             point()
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -156,10 +157,13 @@ def main(argv: list[str] | None = None) -> int:
             oi.uninstrument()
             exporter.clear()
 
-    setups: dict[str, Callable[[], None]] = {"uninstrumented": baseline, "openprogram": ours,
-                                             "openinference": openinference,
-                                             "floor": lambda: floor.cost(args.runs),
-                                             "floor in place": lambda: floor.in_place(args.runs)}  # fmt: skip
+    setups: dict[str, Callable[[], None]] = {
+        "uninstrumented": baseline,
+        "openprogram": ours,
+        "openinference": openinference,
+        "floor": lambda: floor.cost(args.runs),
+        "floor in place": lambda: floor.in_place(args.runs),
+    }
     for fn in setups.values():  # warm-up: imports, caches, first-time wrapper setup
         fn()
     samples: dict[str, list[float]] = {name: [] for name in setups}
@@ -180,20 +184,32 @@ def main(argv: list[str] | None = None) -> int:
     recorded = store.list_calls(session.session_id)
     per_run = (len(recorded) - 1) / args.runs
 
-    print(f"P3 LangGraph: {args.runs} runs x {args.repeats} repeats, 10 nodes + 3 parallel tools per run "
-          f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")  # fmt: skip
+    print(
+        f"P3 LangGraph: {args.runs} runs x {args.repeats} repeats, 10 nodes + 3 parallel tools per run "
+        f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+    )
     for label, table in (("wall", samples), ("cpu", cpu)):
         median = {name: statistics.median(values) for name, values in table.items()}
         base = median["uninstrumented"]
         for name, value in median.items():
-            print(f"  {label:4s} {name:15s} median {value * 1000:8.1f} ms  per run {value / args.runs * 1e6:8.1f} us"
-                  f"  ratio {value / base:6.3f}")  # fmt: skip
+            print(
+                f"  {label:4s} {name:15s} median {value * 1000:8.1f} ms  per run {value / args.runs * 1e6:8.1f} us"
+                f"  ratio {value / base:6.3f}"
+            )
     print(f"  floor: {floor.describe()}")
     median = {name: statistics.median(values) for name, values in cpu.items()}
     base = median["uninstrumented"]
-    print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "OpenInference",
-                              median["openinference"] / base - 1, statistics.median(writer["openprogram"]) / base,
-                              median["floor in place"] / base - 1))  # fmt: skip
+    print(
+        "  cpu  "
+        + verdict(
+            median["openprogram"] / base - 1,
+            median["floor"] / base,
+            "OpenInference",
+            median["openinference"] / base - 1,
+            statistics.median(writer["openprogram"]) / base,
+            median["floor in place"] / base - 1,
+        )
+    )
     print(f"  calls recorded a run: {per_run:.1f} (expected 15: 1 graph, 10 nodes, 1 model call, 3 tools)")
     return 0
 

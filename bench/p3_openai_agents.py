@@ -58,13 +58,25 @@ def build_triage() -> Any:
         return text + text
 
     def steps(prefix: str) -> list[Any]:
-        return [[("lookup", {"key": f"{prefix}1"})], [("double", {"text": f"{prefix}2"})],
-                [("lookup", {"key": f"{prefix}3"})]]  # fmt: skip
+        return [
+            [("lookup", {"key": f"{prefix}1"})],
+            [("double", {"text": f"{prefix}2"})],
+            [("lookup", {"key": f"{prefix}3"})],
+        ]
 
-    billing = Agent(name="Billing", instructions="Settle it.", tools=[lookup, double],
-                    model=scripted_model([*steps("b"), "refunded"]))  # fmt: skip
-    return Agent(name="Triage", instructions="Route it.", tools=[lookup, double], handoffs=[billing],
-                 model=scripted_model([*steps("t"), [("transfer_to_billing", {})]]))  # fmt: skip
+    billing = Agent(
+        name="Billing",
+        instructions="Settle it.",
+        tools=[lookup, double],
+        model=scripted_model([*steps("b"), "refunded"]),
+    )
+    return Agent(
+        name="Triage",
+        instructions="Route it.",
+        tools=[lookup, double],
+        handoffs=[billing],
+        model=scripted_model([*steps("t"), [("transfer_to_billing", {})]]),
+    )
 
 
 def main() -> int:
@@ -95,8 +107,13 @@ def main() -> int:
     store = openprogram.open_store(f"sqlite:///{home}/bench.db")
     floor = Floor.of("agents", lambda: Runner.run(build_triage(), "I was charged twice"), home)
     loop = asyncio.new_event_loop()
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "sdk_tracing": [], "floor": [],
-                                     "floor_in_place": []}  # fmt: skip
+    times: dict[str, list[float]] = {
+        "plain": [],
+        "openprogram": [],
+        "sdk_tracing": [],
+        "floor": [],
+        "floor_in_place": [],
+    }
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
@@ -142,8 +159,13 @@ def main() -> int:
     def run_floor_in_place() -> None:
         timed("floor_in_place", build_triage(), in_place=True)
 
-    modes = {"plain": run_plain, "openprogram": run_openprogram, "sdk_tracing": run_sdk_tracing, "floor": run_floor,
-             "floor_in_place": run_floor_in_place}  # fmt: skip
+    modes = {
+        "plain": run_plain,
+        "openprogram": run_openprogram,
+        "sdk_tracing": run_sdk_tracing,
+        "floor": run_floor,
+        "floor_in_place": run_floor_in_place,
+    }
     for _ in range(5):  # warm-up (imports, caches), not measured
         for fn in modes.values():
             fn()
@@ -163,23 +185,36 @@ def main() -> int:
     medians = {name: statistics.median(values) for name, values in times.items()}
     cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
     base, cpu_base = medians["plain"], cpu_medians["plain"]
-    print(f"P3 openai_agents: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls + a hand-off each "
-          "(median per run)")  # fmt: skip
+    print(
+        f"P3 openai_agents: {args.runs} interleaved runs per mode, 2 agents x 3 tool calls + a hand-off each "
+        "(median per run)"
+    )
     print(f"  {'mode':13s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
     for name, value in medians.items():
         cpu = cpu_medians[name]
         print(f"  {name:13s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
-    print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
-          f"(sdk tracing: wall {(medians['sdk_tracing'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['sdk_tracing'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
+    print(
+        f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
+        f"(sdk tracing: wall {(medians['sdk_tracing'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['sdk_tracing'] / cpu_base - 1) * 100:+.1f}%)"
+    )
     print(f"  floor: {floor.describe()}")
-    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
-                              "the SDK's tracing", cpu_medians["sdk_tracing"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base,
-                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
-    print(f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs; "
-          f"the SDK's tracing posted {len(posted)} batches, {sum(posted) // 1024} KiB")  # fmt: skip
+    print(
+        "  cpu  "
+        + verdict(
+            cpu_medians["openprogram"] / cpu_base - 1,
+            cpu_medians["floor"] / cpu_base,
+            "the SDK's tracing",
+            cpu_medians["sdk_tracing"] / cpu_base - 1,
+            statistics.median(writers["openprogram"]) / cpu_base,
+            cpu_medians["floor_in_place"] / cpu_base - 1,
+        )
+    )
+    print(
+        f"  calls recorded by openprogram: {recorded} over {args.runs + 5} runs; "
+        f"the SDK's tracing posted {len(posted)} batches, {sum(posted) // 1024} KiB"
+    )
     loop.close()
     return 0
 

@@ -157,8 +157,15 @@ def main() -> int:
     floor = Floor.of("pydantic_ai", lambda: floor_agent.run("go"), home)
     loop = asyncio.new_event_loop()
     empty, passing = _empty_capability(), _passing_capability()
-    times: dict[str, list[float]] = {"plain": [], "openprogram": [], "pydantic_ai_otel": [], "empty_capability": [],
-                                     "passing_capability": [], "floor": [], "floor_in_place": []}  # fmt: skip
+    times: dict[str, list[float]] = {
+        "plain": [],
+        "openprogram": [],
+        "pydantic_ai_otel": [],
+        "empty_capability": [],
+        "passing_capability": [],
+        "floor": [],
+        "floor_in_place": [],
+    }
     cpus: dict[str, list[float]] = {name: [] for name in times}
     writers: dict[str, list[float]] = {name: [] for name in times}  # the writer thread's CPU
 
@@ -242,24 +249,37 @@ def main() -> int:
     medians = {name: statistics.median(values) for name, values in times.items()}
     cpu_medians = {name: statistics.median(values) for name, values in cpus.items()}
     base, cpu_base = medians["plain"], cpu_medians["plain"]
-    print(f"P3 pydantic_ai: {args.rounds} interleaved samples of {args.runs} runs per mode, "
-          "2 model requests + 3 parallel tools a run (median per run)")  # fmt: skip
+    print(
+        f"P3 pydantic_ai: {args.rounds} interleaved samples of {args.runs} runs per mode, "
+        "2 model requests + 3 parallel tools a run (median per run)"
+    )
     print(f"  {'mode':18s} {'wall':>9s}  {'ratio':>6s}  {'cpu (all threads)':>17s}  {'ratio':>6s}")
     for name, value in medians.items():
         cpu = cpu_medians[name]
         print(f"  {name:18s} {value * 1000:6.2f} ms  x{value / base:.3f}  {cpu * 1000:14.2f} ms  x{cpu / cpu_base:.3f}")
-    print(f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
-          f"(pydantic_ai's own OTel: wall {(medians['pydantic_ai_otel'] / base - 1) * 100:+.1f}%, "
-          f"cpu {(cpu_medians['pydantic_ai_otel'] / cpu_base - 1) * 100:+.1f}%)")  # fmt: skip
-    print(f"  Pydantic AI's own cost of a capability: with no hooks "
-          f"cpu {(cpu_medians['empty_capability'] / cpu_base - 1) * 100:+.1f}%, with openprogram's hooks passing "
-          f"straight through cpu {(cpu_medians['passing_capability'] / cpu_base - 1) * 100:+.1f}%")  # fmt: skip
+    print(
+        f"  openprogram overhead: wall {(medians['openprogram'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['openprogram'] / cpu_base - 1) * 100:+.1f}%  "
+        f"(pydantic_ai's own OTel: wall {(medians['pydantic_ai_otel'] / base - 1) * 100:+.1f}%, "
+        f"cpu {(cpu_medians['pydantic_ai_otel'] / cpu_base - 1) * 100:+.1f}%)"
+    )
+    print(
+        f"  Pydantic AI's own cost of a capability: with no hooks "
+        f"cpu {(cpu_medians['empty_capability'] / cpu_base - 1) * 100:+.1f}%, with openprogram's hooks passing "
+        f"straight through cpu {(cpu_medians['passing_capability'] / cpu_base - 1) * 100:+.1f}%"
+    )
     print(f"  floor: {floor.describe()}")
-    print("  cpu  " + verdict(cpu_medians["openprogram"] / cpu_base - 1, cpu_medians["floor"] / cpu_base,
-                              "Pydantic AI's OTel", cpu_medians["pydantic_ai_otel"] / cpu_base - 1,
-                              statistics.median(writers["openprogram"]) / cpu_base,
-                              cpu_medians["floor_in_place"] / cpu_base - 1))  # fmt: skip
+    print(
+        "  cpu  "
+        + verdict(
+            cpu_medians["openprogram"] / cpu_base - 1,
+            cpu_medians["floor"] / cpu_base,
+            "Pydantic AI's OTel",
+            cpu_medians["pydantic_ai_otel"] / cpu_base - 1,
+            statistics.median(writers["openprogram"]) / cpu_base,
+            cpu_medians["floor_in_place"] / cpu_base - 1,
+        )
+    )
     print(f"  calls recorded by openprogram: {recorded} over {(args.rounds + 2) * args.runs} runs")
     return 0
 

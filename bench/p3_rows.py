@@ -38,8 +38,25 @@ def rows_of(serial: int, count: int) -> list[tuple[Any, ...]]:
     for k in range(count):
         parent = f"c{serial}-0" if k else None
         started = now + k * 1e-6
-        rows.append((f"c{serial}-{k}", "s1", "t1", parent, "node", f"node_{k}", "langgraph", "ok", inputs,
-                     '{"steps":[1]}', None, None, started, started + 1e-4, "owner:1"))  # fmt: skip
+        rows.append(
+            (
+                f"c{serial}-{k}",
+                "s1",
+                "t1",
+                parent,
+                "node",
+                f"node_{k}",
+                "langgraph",
+                "ok",
+                inputs,
+                '{"steps":[1]}',
+                None,
+                None,
+                started,
+                started + 1e-4,
+                "owner:1",
+            )
+        )
     return rows
 
 
@@ -90,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         "store, synced at flush": with_store_synced_at_flush,
         "raw": with_raw,
     }
-    print(f"P3 rows: SQLite transactions of a few rows, {args.transactions} transactions a sample, "
-          f"medians of {args.repeats}; CPU and wall time per row")  # fmt: skip
+    print(
+        f"P3 rows: SQLite transactions of a few rows, {args.transactions} transactions a sample, "
+        f"medians of {args.repeats}; CPU and wall time per row"
+    )
     for size in args.batches:
         cpu: dict[str, list[float]] = {name: [] for name in setups}
         wall: dict[str, list[float]] = {name: [] for name in setups}

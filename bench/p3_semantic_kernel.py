@@ -60,8 +60,11 @@ from semantic_kernel.utils.telemetry.model_diagnostics import function_tracer
 
 kernel_function_module = sys.modules["semantic_kernel.functions.kernel_function"]
 TRACED_MODULES = [kernel_function_module, chat_completion_client_base, model_decorators, agent_decorators]
-SETTINGS = [model_decorators.MODEL_DIAGNOSTICS_SETTINGS, agent_decorators.MODEL_DIAGNOSTICS_SETTINGS,
-            function_tracer.MODEL_DIAGNOSTICS_SETTINGS]  # fmt: skip
+SETTINGS = [
+    model_decorators.MODEL_DIAGNOSTICS_SETTINGS,
+    agent_decorators.MODEL_DIAGNOSTICS_SETTINGS,
+    function_tracer.MODEL_DIAGNOSTICS_SETTINGS,
+]
 
 exporter = InMemorySpanExporter()
 sdk_provider = TracerProvider()
@@ -95,8 +98,11 @@ class Trip:
 
 PROMPT = "Plan a trip to Oslo."
 writer: list[float] = []  # the writer thread's CPU seconds in each timed sample (openprogram's alone below)
-CALLS = [("trip", "forecast", {"city": "Oslo"}), ("trip", "trains", {"city": "Oslo"}),
-         ("trip", "hotels", {"city": "Oslo"})]  # fmt: skip
+CALLS = [
+    ("trip", "forecast", {"city": "Oslo"}),
+    ("trip", "trains", {"city": "Oslo"}),
+    ("trip", "hotels", {"city": "Oslo"}),
+]
 
 
 def make_kernel() -> tuple[Kernel, KernelArguments]:
@@ -117,8 +123,9 @@ async def runs(kernel: Kernel, arguments: KernelArguments, n: int) -> tuple[floa
     return time.perf_counter() - started, time.process_time() - cpu
 
 
-async def sample(mode: str, kernel: Kernel, arguments: KernelArguments, n: int, store: Any,
-                 floor: Floor) -> tuple[float, float]:  # fmt: skip
+async def sample(
+    mode: str, kernel: Kernel, arguments: KernelArguments, n: int, store: Any, floor: Floor
+) -> tuple[float, float]:
     if mode == "floor":
         started, cpu = time.perf_counter(), time.process_time()
         floor.cost(n)
@@ -157,8 +164,11 @@ async def main() -> None:
     kernel, arguments = make_kernel()
     floor_kernel, floor_arguments = make_kernel()
     floor = await asyncio.to_thread(  # on an event loop of its own
-        Floor.of, "semantic_kernel", lambda: floor_kernel.invoke_prompt(PROMPT, arguments=floor_arguments),
-        os.environ["OPENPROGRAM_HOME"])  # fmt: skip
+        Floor.of,
+        "semantic_kernel",
+        lambda: floor_kernel.invoke_prompt(PROMPT, arguments=floor_arguments),
+        os.environ["OPENPROGRAM_HOME"],
+    )
     modes = ["baseline", "openprogram", "sk_otel", "floor", "floor_in_place"]
     for mode in modes:  # warm-up: imports, pydantic schemas, the store
         await sample(mode, kernel, arguments, 10, store, floor)
@@ -185,8 +195,10 @@ async def main() -> None:
     for label, times in (("wall", wall), ("cpu", cpu)):
         median = {m: statistics.median(t) for m, t in times.items()}
         for mode in modes:
-            print(f"  {label:<4} {mode:<12} {median[mode] * 1e3:8.2f} ms / {args.runs} runs "
-                  f"({median[mode] / args.runs * 1e6:7.1f} us/run)")  # fmt: skip
+            print(
+                f"  {label:<4} {mode:<12} {median[mode] * 1e3:8.2f} ms / {args.runs} runs "
+                f"({median[mode] / args.runs * 1e6:7.1f} us/run)"
+            )
         op = median["openprogram"] / median["baseline"]
         otel = median["sk_otel"] / median["baseline"]
         print(f"  {label:<4} ratio openprogram/baseline = {op:.3f} ({100 * (op - 1):+.1f} %)")
@@ -195,9 +207,17 @@ async def main() -> None:
     print(f"  floor: {floor.describe()}")
     median = {m: statistics.median(t) for m, t in cpu.items()}
     base = median["baseline"]
-    print("  cpu  " + verdict(median["openprogram"] / base - 1, median["floor"] / base, "SK's diagnostics",
-                              median["sk_otel"] / base - 1, statistics.median(writer_cpus) / base,
-                              median["floor_in_place"] / base - 1))  # fmt: skip
+    print(
+        "  cpu  "
+        + verdict(
+            median["openprogram"] / base - 1,
+            median["floor"] / base,
+            "SK's diagnostics",
+            median["sk_otel"] / base - 1,
+            statistics.median(writer_cpus) / base,
+            median["floor_in_place"] / base - 1,
+        )
+    )
     openprogram.flush()
 
 

@@ -370,8 +370,10 @@ def crash_once(url: str, session_id: str, seed: int, progress: Path, home: Path)
     before = progress.read_text().count("\n") if progress.exists() else 0
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.reliability_workloads", "crash", url, session_id, str(seed), str(progress)],
-        cwd=ROOT, env=env, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while (progress.read_text().count("\n") if progress.exists() else 0) <= before:
         if child.poll() is not None:
@@ -467,8 +469,10 @@ def role_crash(url: str, session_id: str, seed: int, progress: str) -> None:
         time.sleep(rng.random() * 0.02)
         return n
 
-    with openprogram.session_context(session_id, store=store, agent_id=f"crash{seed}") as h, \
-            open(progress, "a", encoding="utf-8") as out:  # fmt: skip
+    with (
+        openprogram.session_context(session_id, store=store, agent_id=f"crash{seed}") as h,
+        open(progress, "a", encoding="utf-8") as out,
+    ):
         done = 0
         n = 0
         while True:
@@ -531,7 +535,7 @@ def role_fsize(url: str, calls: int) -> None:
             leaf("x" * 3000, str(n))  # ~1 MB of captures: cannot fit under the limit
     failed = not openprogram.flush()
     resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    for state in list(openprogram._writer._states.values()):
+    for state in list(openprogram._recording.writer._states.values()):
         state.retry_at = 0.0
     deadline = time.monotonic() + 60
     recovered = openprogram.flush()
@@ -589,7 +593,7 @@ def rss_bytes() -> int:
 
 def record_flat(calls: int, sample_every: int = 10_000) -> dict[str, float]:
     """Record ``calls`` tool calls in one session of the current default store; RSS and queue figures."""
-    from openprogram import _writer
+    from openprogram import _recording
 
     baseline = 0
     peak = 0
@@ -602,9 +606,16 @@ def record_flat(calls: int, sample_every: int = 10_000) -> dict[str, float]:
                 if n == sample_every:  # after warm-up: imports, caches, first batch
                     baseline = rss_bytes()
                 peak = max(peak, rss_bytes())
-                max_queue = max(max_queue, len(_writer.queue) // _writer.RECORD_WIDTH)
+                max_queue = max(max_queue, len(_recording.queue) // _recording.RECORD_WIDTH)
     elapsed = time.perf_counter() - started
     openprogram.flush()
     peak = max(peak, rss_bytes())
-    return {"session": h.session_id, "calls": calls, "seconds": elapsed, "baseline_rss": baseline,  # type: ignore[dict-item]
-            "peak_rss": peak, "growth": peak - baseline, "max_queue": max_queue}  # fmt: skip
+    return {
+        "session": h.session_id,
+        "calls": calls,
+        "seconds": elapsed,
+        "baseline_rss": baseline,  # type: ignore[dict-item]
+        "peak_rss": peak,
+        "growth": peak - baseline,
+        "max_queue": max_queue,
+    }

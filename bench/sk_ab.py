@@ -56,8 +56,11 @@ async def _sample(
             await kernel.invoke_prompt("Plan a trip to Oslo.", arguments=arguments)
         if mode in ("openprogram", "before"):
             openprogram.flush()  # the writer's work for these runs is in the sample
-        return (time.process_time() - cpu, time.thread_time() - thread,
-                sum(s["collections"] for s in gc.get_stats()) - collections)  # fmt: skip
+        return (
+            time.process_time() - cpu,
+            time.thread_time() - thread,
+            sum(s["collections"] for s in gc.get_stats()) - collections,
+        )
 
     if mode == "openprogram":
         openprogram.instrument("semantic_kernel")
@@ -106,8 +109,10 @@ async def _main(runs: int, rounds: int, collect: bool, before_dir: str | None) -
         proc = statistics.median(s[0] for s in results[mode]) / runs * 1e6
         thread = statistics.median(s[1] for s in results[mode]) / runs * 1e6
         gcs = statistics.median(s[2] for s in results[mode]) / runs
-        print(f"  {mode:<12} process {proc:8.1f} ({100 * (proc / (base / runs * 1e6) - 1):+6.1f} %)  "
-              f"caller's thread {thread:8.1f}  other threads {proc - thread:7.1f}  collections {gcs:.2f}")  # fmt: skip
+        print(
+            f"  {mode:<12} process {proc:8.1f} ({100 * (proc / (base / runs * 1e6) - 1):+6.1f} %)  "
+            f"caller's thread {thread:8.1f}  other threads {proc - thread:7.1f}  collections {gcs:.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

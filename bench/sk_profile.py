@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     counted = _counted(loop, kernel, arguments, args.runs)
     openprogram.flush()
     total_bare, total = sum(bare.values()) / args.runs, sum(counted.values()) / args.runs
-    print(f"Python calls a run (caller's thread): uninstrumented {total_bare:.0f}, openprogram {total:.0f} "
-          f"(+{total - total_bare:.0f}, +{100 * (total / total_bare - 1):.1f} %)")  # fmt: skip
+    print(
+        f"Python calls a run (caller's thread): uninstrumented {total_bare:.0f}, openprogram {total:.0f} "
+        f"(+{total - total_bare:.0f}, +{100 * (total / total_bare - 1):.1f} %)"
+    )
     diff = {m: (counted[m] - bare.get(m, 0)) / args.runs for m in counted}
     for module, extra in sorted(diff.items(), key=lambda kv: -kv[1])[: args.top]:
         if abs(extra) >= 0.5:

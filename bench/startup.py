@@ -44,8 +44,9 @@ VARIANTS = {
 def _sample(prelude: str, home: str) -> tuple[float, list[str]]:
     env = dict(os.environ, HOME=home, OPENPROGRAM_HOME=os.path.join(home, "op"))
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PROGRAM.format(prelude=prelude)], env=env, check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM.format(prelude=prelude)], env=env, check=True, capture_output=True, text=True
+    ).stdout
     return time.perf_counter() - started, json.loads(out.strip().splitlines()[-1])
 
 

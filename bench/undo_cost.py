@@ -18,7 +18,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import openprogram
-from openprogram._effects import write_outcomes
+from openprogram._undo import write_outcomes
 
 from bench._util import interleaved, per_call_ns
 
@@ -94,8 +94,10 @@ def main() -> dict[str, dict[str, float]]:
             results[backend] = figures = measure(backend, url)
             extra = figures["undoable"] - figures["plain"]
             plain, undoable = figures["plain"] / 1000, figures["undoable"] / 1000
-            print(f"  {backend:<10} plain {plain:8.2f} us   undoable {undoable:9.2f} us   "
-                  f"extra {extra / 1000:9.2f} us per call")  # fmt: skip
+            print(
+                f"  {backend:<10} plain {plain:8.2f} us   undoable {undoable:9.2f} us   "
+                f"extra {extra / 1000:9.2f} us per call"
+            )
     finally:
         if pg is not None:
             _drop(pg)

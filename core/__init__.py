@@ -7,21 +7,32 @@ made, kept as a call DAG. ``session_context`` installs the session;
 
 from __future__ import annotations
 
+from ._calls import call_scope, tool
 from ._capture import Limits, set_limits
 from ._configure import configure
-from ._context import NoSessionError, SessionHandle, current_call_id, get_current_session, require_current_session
-from ._ids import InvalidSessionId
-from ._instrument import DidNotEnable, instrument, instrumented, uninstrument
-from ._no_session import implicit_session
-from ._propagation import ContextThreadPoolExecutor, propagate
-from ._scopes import call_scope
-from ._session import export_context, run_with_session, session_context
-from ._tool import tool
-from ._undo import Effect, UndoError, UndoPlan, file_effect, register_undo, undo
-from ._writer import flush, flush_async
+from ._instrumentation import instrument, instrumented, uninstrument
+from ._recording import (
+    SessionHandle,
+    current_call_id,
+    flush,
+    flush_async,
+    get_current_session,
+    require_current_session,
+)
+from ._runtime import (
+    VERSION,
+    ContextThreadPoolExecutor,
+    DidNotEnable,
+    InvalidSessionId,
+    NoSessionError,
+    UndoError,
+    propagate,
+)
+from ._sessions import export_context, implicit_session, run_with_session, session_context
+from ._undo import Effect, UndoPlan, file_effect, register_undo, undo
 from .stores import CallRecord, SessionInfo, Store, StoreError, open_store
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "CallRecord",

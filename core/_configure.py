@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ._capture import set_content_capture
-from ._no_session import set_policy
-from ._otlp_live import set_export
+from ._otlp import set_export
+from ._sessions import set_policy
 
 __all__ = ["configure"]
 

@@ -22,28 +22,54 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
 
 from __future__ import annotations
 
-from ._attributes import attribute
+from ._calls import (
+    CallsByKey,
+    LaterCall,
+    ModelCall,
+    ModelStream,
+    Opened,
+    StreamCall,
+    call_scope,
+    close_call,
+    injected_arguments,
+    message,
+    model_inputs,
+    open_call,
+    records_itself,
+    reply,
+    tool_call,
+    usage,
+)
 from ._capture import content_captured, json_string
-from ._guard import guarded, log_once
-from ._integration import ORIGINAL, DidNotEnable, Integration, Target, Wrap, version_tuple
-from ._later import CallsByKey, LaterCall, StreamCall
-from ._model_calls import ModelCall, ModelStream, message, model_inputs, reply, tool_call, usage
-from ._propagation import close_inner, propagate
-from ._record import CALL_ID, register_control_flow
-from ._runs import RunEntry, last_run_session_id, run_session
-from ._scopes import Opened, call_scope, close_call, open_call
-from ._steps import (
+from ._instrumentation import (
+    ORIGINAL,
+    Describe,
+    Integration,
+    Target,
+    Wrap,
+    recorded,
+    shape_of,
+    version_tuple,
+    wraps_like,
+)
+from ._recording import CALL_ID, register_control_flow
+from ._runtime import (
+    DidNotEnable,
     async_frameless_steps_in_current_context,
     async_steps_in_context,
     async_steps_in_current_context,
     async_steps_under_call,
+    attribute,
+    close_inner,
     frameless_steps_in_current_context,
+    guarded,
+    log_once,
+    propagate,
     steps_in_context,
     steps_in_current_context,
     steps_under_call,
 )
-from ._tool import injected_arguments, records_itself
-from ._wrappers import Describe, recorded, shape_of, wraps_like
+from ._sessions import RunEntry, last_run_session_id, run_session
 
 __all__ = [
     "ORIGINAL",

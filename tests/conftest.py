@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _capture, _no_session
+from openprogram import _capture, _sessions
 
 _ENV_VARS = (
     "OPENPROGRAM_STORE",
@@ -40,9 +40,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(autouse=True)
 def no_implicit_session() -> Iterator[None]:
     """Each test starts as a process does: no implicit session yet, nothing announced (its home is new)."""
-    _no_session.reset()
+    _sessions.reset()
     yield
-    _no_session.reset()
+    _sessions.reset()
 
 
 @pytest.fixture(autouse=True)

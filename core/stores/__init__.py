@@ -29,34 +29,42 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ._base import (
-    AliasRow,
+    HEARTBEAT_STALE_SECONDS,
     CallRecord,
-    CallRow,
-    CallRows,
-    EffectRow,
     SessionInfo,
-    SessionRow,
     Store,
     StoreError,
+    effect_state,
     on_read,
+    owner_alive,
+    tokens_of,
 )
+from ._rows import CALL_COLUMNS, AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, SessionRow, StoredRow
 
 __all__ = [
+    "CALL_COLUMNS",
+    "HEARTBEAT_STALE_SECONDS",
     "AliasRow",
     "CallRecord",
     "CallRow",
     "CallRows",
+    "EffectOutcome",
     "EffectRow",
     "SessionInfo",
     "SessionRow",
     "Store",
     "StoreError",
+    "StoredRow",
     "default_store_url",
     "describe_store",
+    "effect_state",
     "is_default_store",
     "on_read",
     "open_store",
+    "openprogram_home",
+    "owner_alive",
     "safe_url",
+    "tokens_of",
 ]
 
 _BACKENDS: dict[str, str] = {

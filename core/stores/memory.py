@@ -7,18 +7,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._base import (
-    EFFECT_COLUMNS,
-    AliasRow,
-    CallRow,
-    EffectRow,
-    SessionInfo,
-    SessionRow,
-    Store,
-    attempt_only,
-    effect_changes,
-    tokens_of,
-)
+from ._base import SessionInfo, Store, attempt_only, tokens_of
+from ._rows import EFFECT_COLUMNS, AliasRow, CallRow, EffectRow, SessionRow, effect_changes
 
 __all__ = ["MemoryStore"]
 

@@ -36,18 +36,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from . import safe_url
-from ._base import (
-    AliasRow,
-    CallRow,
-    EffectOutcome,
-    EffectRow,
-    SessionInfo,
-    SessionRow,
-    Store,
-    StoreError,
-    effect_changes,
-    session_info,
-)
+from ._base import SessionInfo, Store, StoreError, session_info
+from ._rows import AliasRow, CallRow, EffectOutcome, EffectRow, SessionRow, effect_changes
 
 if TYPE_CHECKING:
     import psycopg
@@ -309,8 +299,12 @@ class PostgresStore(Store):
             raise StoreError(f"bad PostgreSQL store URL {self.url!r}: {self._scrub(str(exc))}") from None
         if "connect_timeout" not in given:
             options["connect_timeout"] = CONNECT_TIMEOUT
-        for key, value in (("keepalives", 1), ("keepalives_idle", 30), ("keepalives_interval", 10),
-                           ("keepalives_count", 3)):  # fmt: skip
+        for key, value in (
+            ("keepalives", 1),
+            ("keepalives_idle", 30),
+            ("keepalives_interval", 10),
+            ("keepalives_count", 3),
+        ):
             given.setdefault(key, value)
             options[key] = given[key]
         if "application_name" in given:
@@ -363,8 +357,11 @@ class PostgresStore(Store):
                             "excluded.value",
                             (str(SCHEMA_VERSION),),
                         )
-                        logger.info("openprogram: PostgreSQL store at %s migrated to schema version %d",
-                                    self._where(), SCHEMA_VERSION)  # fmt: skip
+                        logger.info(
+                            "openprogram: PostgreSQL store at %s migrated to schema version %d",
+                            self._where(),
+                            SCHEMA_VERSION,
+                        )
             except psycopg.Error as exc:
                 raise self._error("set up", exc) from exc
             self._prepared = True
@@ -487,8 +484,10 @@ class PostgresStore(Store):
         columns, values = effect_changes(changes)
         # Under READ COMMITTED a racing UPDATE waits for the winner's row lock, then re-checks the
         # WHERE clause against the row the winner left: it no longer matches, so one caller wins.
-        sql = (f"UPDATE effects SET {', '.join(f'{c} = %s' for c in columns)} "
-               "WHERE effect_id = %s AND state = %s AND claimed_by IS NOT DISTINCT FROM %s")  # fmt: skip
+        sql = (
+            f"UPDATE effects SET {', '.join(f'{c} = %s' for c in columns)} "
+            "WHERE effect_id = %s AND state = %s AND claimed_by IS NOT DISTINCT FROM %s"
+        )
         with self._statements() as conn:
             return conn.execute(sql, (*values, effect_id, state, claimed_by)).rowcount == 1
 
@@ -502,15 +501,16 @@ class PostgresStore(Store):
         failed = sorted((effect_id,) for effect_id, state, _, _ in outcomes if state is None)
         with self._statements() as conn, conn.transaction(), conn.cursor() as cur:
             if ended:  # in key order, as every batch: racing writers do not deadlock
-                cur.executemany("UPDATE effects SET state = %s, output = %s, ended_at = %s "
-                                "WHERE effect_id = %s AND state = 'pending'",
-                                [(state, output, at, effect_id) for effect_id, state, output, at in ended])  # fmt: skip
+                cur.executemany(
+                    "UPDATE effects SET state = %s, output = %s, ended_at = %s "
+                    "WHERE effect_id = %s AND state = 'pending'",
+                    [(state, output, at, effect_id) for effect_id, state, output, at in ended],
+                )
             if failed:
                 cur.executemany("DELETE FROM effects WHERE effect_id = %s AND state = 'pending'", failed)
 
     def _effect_rows(self, session_id: str) -> list[EffectRow]:
-        rows = self._query("SELECT * FROM effects WHERE session_id = %s ORDER BY started_at, effect_id",
-                           (session_id,))  # fmt: skip
+        rows = self._query("SELECT * FROM effects WHERE session_id = %s ORDER BY started_at, effect_id", (session_id,))
         return [tuple(row) for row in rows]
 
     @contextlib.contextmanager

@@ -20,19 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import (
-    AliasRow,
-    CallRow,
-    CallRows,
-    EffectOutcome,
-    EffectRow,
-    SessionInfo,
-    SessionRow,
-    Store,
-    StoreError,
-    effect_changes,
-    session_info,
-)
+from ._base import SessionInfo, Store, StoreError, session_info
+from ._rows import AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, SessionRow, effect_changes
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -42,17 +31,16 @@ SCHEMA_VERSION = 3
 
 # Before Python 3.12, sqlite3 binds None through its adapter protocol, which looks up
 # ``PrepareProtocol.__adapt__`` and formats and clears an AttributeError for every
-# NULL parameter: about 3,000 instructions each, and most call rows carry three
-# (framework, error, attributes), a sixth of the writer's work. With an adapter
+# NULL parameter, and most call rows carry three (framework, error, attributes): a
+# large share of the writer's work (see bench/README.md). With an adapter
 # registered for NoneType the lookup is one dict hit. ``{}.get`` maps None to None,
 # so nothing bound changes for anyone; a NoneType adapter of the user's is kept.
 sqlite3.adapters.setdefault((type(None), sqlite3.PrepareProtocol), {}.get)
 
-# Schema 2: calls are clustered by (session_id, started_at, call_id), the order every read
-# wants, so a row is one b-tree insert; schema 1 kept a rowid table, a call_id index and a
-# session index (three). Call ids are unique by construction, and a call's running and
+# Calls are clustered by (session_id, started_at, call_id), the order every read wants, so
+# a row is one b-tree insert. Call ids are unique by construction, and a call's running and
 # final rows share its session and start time, so this key identifies a call as well.
-# Schema 3 adds the effects table (the undo journal); a schema 2 store gains it in place.
+# The effects table is the undo journal. Older schemas are migrated in place when opened.
 _META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -285,8 +273,9 @@ class SQLiteStore(Store):
         return found
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
-                               check_same_thread=False)  # fmt: skip
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
         # Switching a new file to WAL needs it to itself, and SQLite answers "database is
         # locked" at once, not after the busy timeout, when another process is doing the
@@ -405,8 +394,10 @@ class SQLiteStore(Store):
 
     def move_effect(self, effect_id: str, state: str, claimed_by: str | None, changes: dict[str, Any]) -> bool:
         columns, values = effect_changes(changes)
-        sql = (f"UPDATE effects SET {', '.join(f'{c} = ?' for c in columns)} "
-               "WHERE effect_id = ? AND state = ? AND claimed_by IS ?")  # fmt: skip
+        sql = (
+            f"UPDATE effects SET {', '.join(f'{c} = ?' for c in columns)} "
+            "WHERE effect_id = ? AND state = ? AND claimed_by IS ?"
+        )
         return self._write_one(sql, (*values, effect_id, state, claimed_by)).rowcount == 1
 
     def drop_effect(self, effect_id: str, state: str) -> bool:
@@ -434,8 +425,9 @@ class SQLiteStore(Store):
             return []
         conn = self._reader()
         try:
-            rows = conn.execute("SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id",
-                                (session_id,)).fetchall()  # fmt: skip
+            rows = conn.execute(
+                "SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id", (session_id,)
+            ).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
@@ -448,8 +440,9 @@ class SQLiteStore(Store):
         if conn is not None and self._file_identity() != self._write_identity:
             # The file was deleted or replaced under us: writing on would go into the unlinked
             # file, lost, while flush() reported success. Start a new store file instead.
-            logger.warning("openprogram: the SQLite store %s was removed or replaced; recording into a new file",
-                           self.path)  # fmt: skip
+            logger.warning(
+                "openprogram: the SQLite store %s was removed or replaced; recording into a new file", self.path
+            )
             self._drop_writer()
             self._prepared = False
             conn = None
@@ -525,8 +518,9 @@ class SQLiteStore(Store):
             return None
         conn = self._reader()
         try:
-            row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?",
-                               (session_id,)).fetchone()  # fmt: skip
+            row = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?", (session_id,)
+            ).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
@@ -579,8 +573,9 @@ class SQLiteStore(Store):
             return None
         conn = self._reader()
         try:
-            row = conn.execute("SELECT session_id FROM aliases WHERE namespace = ? AND key = ?",
-                               (namespace, key)).fetchone()  # fmt: skip
+            row = conn.execute(
+                "SELECT session_id FROM aliases WHERE namespace = ? AND key = ?", (namespace, key)
+            ).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:

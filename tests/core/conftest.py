@@ -16,16 +16,16 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _no_session, _writer
-from openprogram._context import call_var, session_var
+from openprogram import _recording, _sessions
+from openprogram._recording import call_var, session_var
 
 
 @pytest.fixture(autouse=True)
 def no_session_state() -> Iterator[None]:
     """Each test starts with the default policy and no implicit session; its implicit turn is closed after."""
-    _no_session.reset()
+    _sessions.reset()
     yield
-    _no_session.reset()
+    _sessions.reset()
     openprogram.flush()
 
 
@@ -49,7 +49,7 @@ def discard_stores() -> Iterator[list[openprogram.Store]]:
     stores: list[openprogram.Store] = []
     yield stores
     for s in stores:
-        _writer.discard_store(s)
+        _recording.discard_store(s)
 
 
 def calls_by_name(store: openprogram.Store, session_id: str) -> dict[str, list[openprogram.CallRecord]]:

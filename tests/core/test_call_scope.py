@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openprogram
 import pytest
-from openprogram._context import call_var
+from openprogram._recording import call_var
 
 from .conftest import one
 

@@ -15,8 +15,8 @@ import openprogram
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openprogram._calls import close_call, open_call
 from openprogram._capture import REDACTED, capture, capture_json, dumps
-from openprogram._scopes import close_call, open_call
 
 from .conftest import one
 
@@ -81,7 +81,7 @@ def test_unserializable_and_hostile_objects_are_described(store: openprogram.Sto
 def test_exception_whose_str_raises_is_recorded() -> None:
     err = StrRaisesError()
     assert capture(err) == "StrRaisesError: <str() failed>"
-    from openprogram._record import describe_error
+    from openprogram._recording import describe_error
 
     assert describe_error(err) == "StrRaisesError: <str() failed>"
 

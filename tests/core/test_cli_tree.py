@@ -11,7 +11,7 @@ from io import StringIO
 import openprogram
 import pytest
 from openprogram._cli import render_tree
-from openprogram.stores._base import StoredRow
+from openprogram.stores import StoredRow
 
 from .test_cli import run_cli, search
 
@@ -110,11 +110,21 @@ def test_a_running_call_shows_its_elapsed_time(sqlite_url: str) -> None:
     assert re.search(r"\[running\] \d+(\.\d+)?(ms|s) so far", line), line
 
 
-def row(call_id: str, parent: str | None, kind: str, name: str, started: float, ended: float | None,
-        status: str = "ok", error: str | None = None, attributes: object = None) -> StoredRow:  # fmt: skip
+def row(
+    call_id: str,
+    parent: str | None,
+    kind: str,
+    name: str,
+    started: float,
+    ended: float | None,
+    status: str = "ok",
+    error: str | None = None,
+    attributes: object = None,
+) -> StoredRow:
     text = None if attributes is None else json.dumps(attributes)
-    return StoredRow(call_id, "s", "t1", parent, kind, name, "langgraph", status, None, None, error, text, started,
-                     ended, "host:1:x")  # fmt: skip
+    return StoredRow(
+        call_id, "s", "t1", parent, kind, name, "langgraph", status, None, None, error, text, started, ended, "host:1:x"
+    )
 
 
 def drawn(rows: list[StoredRow], now: float = 0.0) -> list[str]:
@@ -124,12 +134,14 @@ def drawn(rows: list[StoredRow], now: float = 0.0) -> list[str]:
 
 
 def test_retry_attempts_are_marked() -> None:
-    lines = drawn([
-        row("t", None, "turn", "main", 100.0, 101.0),
-        row("a1", "t", "node", "fetch", 100.1, 100.2, "error", "TimeoutError: slow", {"attempt": 1}),
-        row("a2", "t", "node", "fetch", 100.3, 100.4, "ok", None, {"attempt": 2}),
-        row("other", "t", "node", "parse", 100.5, 100.6),
-    ])  # fmt: skip
+    lines = drawn(
+        [
+            row("t", None, "turn", "main", 100.0, 101.0),
+            row("a1", "t", "node", "fetch", 100.1, 100.2, "error", "TimeoutError: slow", {"attempt": 1}),
+            row("a2", "t", "node", "fetch", 100.3, 100.4, "ok", None, {"attempt": 2}),
+            row("other", "t", "node", "parse", 100.5, 100.6),
+        ]
+    )
     first, second = (line for line in lines if "node fetch" in line)
     assert "attempt 1" in first and "!! TimeoutError: slow" in first
     assert "attempt 2" in second
@@ -150,18 +162,22 @@ def test_attempts_recorded_with_call_scope_are_marked(sqlite_url: str) -> None:
 
 
 def test_offsets_are_from_the_start_of_the_turn() -> None:
-    lines = drawn([
-        row("t", None, "turn", "main", 100.0, 102.09),
-        row("a", "t", "node", "first", 100.0, 100.05),
-        row("b", "t", "node", "second", 102.0, 102.07),
-    ])  # fmt: skip
+    lines = drawn(
+        [
+            row("t", None, "turn", "main", 100.0, 102.09),
+            row("a", "t", "node", "first", 100.0, 100.05),
+            row("b", "t", "node", "second", 102.0, 102.07),
+        ]
+    )
     assert "[ok] 2.09s" in lines[0]
     assert "at +0.000s" in lines[1] and "at +2.000s" in lines[2]
 
 
 def test_a_running_call_is_drawn_with_its_time_so_far() -> None:
-    lines = drawn([row("t", None, "turn", "main", 100.0, None, "running"),
-                   row("a", "t", "node", "wait", 100.5, None, "running")], now=103.7)  # fmt: skip
+    lines = drawn(
+        [row("t", None, "turn", "main", 100.0, None, "running"), row("a", "t", "node", "wait", 100.5, None, "running")],
+        now=103.7,
+    )
     assert "[running] 3.70s so far" in lines[0]
     assert "[running] 3.20s so far" in lines[1]
 
@@ -175,8 +191,12 @@ def test_a_running_call_is_drawn_with_its_time_so_far() -> None:
     ],
 )
 def test_an_error_without_a_message_reads_as_a_phrase(error: str, shown: str) -> None:
-    lines = drawn([row("t", None, "turn", "main", 100.0, 101.0),
-                   row("a", "t", "tool", "stream", 100.1, 100.2, "interrupted", error)])  # fmt: skip
+    lines = drawn(
+        [
+            row("t", None, "turn", "main", 100.0, 101.0),
+            row("a", "t", "tool", "stream", 100.1, 100.2, "interrupted", error),
+        ]
+    )
     assert lines[1].endswith(shown), lines[1]
 
 

@@ -10,14 +10,24 @@ from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram._cli import follow_up_lines
 from openprogram._cli import main as cli_main
-from openprogram._demo import DEMOS, follow_up_lines
+from openprogram.integrations import DEMOS
 
 from .conftest import openprogram_command, python_env
 
 # Every line the demo itself prints starts with one of these (framework lines with the framework's name).
-OWN_PREFIXES = ("new session ", "continuing session ", "plain python: ", "recorded in ", "see it: ",
-                "continue it: ", "note: ", "openai_agents ", *(f"{name}" for name in DEMOS))  # fmt: skip
+OWN_PREFIXES = (
+    "new session ",
+    "continuing session ",
+    "plain python: ",
+    "recorded in ",
+    "see it: ",
+    "continue it: ",
+    "note: ",
+    "openai_agents ",
+    *(f"{name}" for name in DEMOS),
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,14 @@ def first_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     env = python_env(HOME=str(root / "home"), OPENPROGRAM_HOME=str(root / "ophome"))
     for name in [n for n in env if n.startswith(("OPENPROGRAM_STORE", "CREWAI_", "OTEL_"))]:
         del env[name]
-    result = subprocess.run([*openprogram_command(), "--store", str(store_path), "demo"], env=env,
-                            capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [*openprogram_command(), "--store", str(store_path), "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     return DemoRun(store_path, result.stdout, result.stderr, result.returncode)
 
 

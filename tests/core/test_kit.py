@@ -355,8 +355,11 @@ def test_a_subclass_defined_later_is_wrapped_after_the_owners_own_class_hook(cli
     assert Later.tag == "later"  # the owner's own __init_subclass__ ran, with its keyword
     assert hasattr(_own(Later, "send"), ORIGINAL)
     assert Later().send(1) == "later loud 1!"
-    assert sent == ["test_a_subclass_defined_later_is_wrapped_after_the_owners_own_class_hook.<locals>.Later.send",
-                    "Louder.send", "Loud.send"]  # fmt: skip  # each definition of a super() chain once
+    assert sent == [
+        "test_a_subclass_defined_later_is_wrapped_after_the_owners_own_class_hook.<locals>.Later.send",
+        "Louder.send",
+        "Loud.send",
+    ]  # each definition of a super() chain once
 
 
 def test_a_subclass_with_its_own_class_hook_calling_super_is_still_reached(clients: ClientsIntegration) -> None:
@@ -582,8 +585,9 @@ class _Dynamic:
 
 
 @pytest.mark.parametrize("obj", [_Plain(), _Slotted(), _Dynamic(), object(), None, 3, {"field": 1}])
-@pytest.mark.parametrize("name", ["field", "cls_level", "computed", "failing", "filled", "empty", "dyn_x", "absent",
-                                  "_private", "__class__"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["field", "cls_level", "computed", "failing", "filled", "empty", "dyn_x", "absent", "_private", "__class__"]
+)
 def test_attribute_answers_what_getattr_answers(obj: Any, name: str) -> None:
     from openprogram._kit import attribute
 

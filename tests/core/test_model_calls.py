@@ -226,8 +226,10 @@ def test_with_content_off_calls_keep_model_and_usage_but_no_inputs_or_outputs(
     assert built == []  # nothing is even built
     assert all(r.inputs is None and r.output is None for r in records)
     llm = one(records, "fake-model", "llm")
-    assert attributes(llm) == {"model": "fake-model", "usage": {"input_tokens": 5, "output_tokens": 2,
-                                                                 "total_tokens": 7}}  # fmt: skip
+    assert attributes(llm) == {
+        "model": "fake-model",
+        "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+    }
     assert one(records, "plan", "tool").status == "ok"
 
 

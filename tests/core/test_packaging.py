@@ -11,7 +11,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram._instrument import INTEGRATIONS
+from openprogram.integrations import INTEGRATIONS
 
 from .conftest import run_python
 
@@ -92,8 +92,10 @@ def test_the_all_extra_installs_every_supported_framework() -> None:
     requirements = importlib.metadata.requires("openprogram") or []
     pattern = re.compile(r"openprogram\[(?P<extra>[\w-]+)\]\s*;\s*extra\s*==\s*['\"]all['\"]")
     in_all = {match["extra"] for match in map(pattern.match, requirements) if match is not None}
-    adapters = [getattr(importlib.import_module(module), name) for module, _, name in
-                (target.partition(":") for target in INTEGRATIONS.values())]  # fmt: skip
+    adapters = [
+        getattr(importlib.import_module(module), name)
+        for module, _, name in (target.partition(":") for target in INTEGRATIONS.values())
+    ]
     assert {adapter.extra for adapter in adapters} <= in_all
 
 

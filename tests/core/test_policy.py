@@ -7,8 +7,8 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram._record import CALL_ID
-from openprogram._scopes import close_call, open_call
+from openprogram._calls import close_call, open_call
+from openprogram._recording import CALL_ID
 
 from .conftest import one, run_python
 

@@ -69,13 +69,17 @@ def test_propagate_keeps_async_and_generator_functions_in_context(store: openpro
     kinds = [inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction]
     assert [kind(fn) for kind, fn in zip(kinds, bound, strict=True)] == [True, True, True]
     # Run where no session is: a plain thread, each with its own event loop.
-    for target in (lambda: asyncio.run(bound[0]()), lambda: results.extend(bound[1]()),
-                   lambda: asyncio.run(drain(bound[2]()))):  # fmt: skip
+    for target in (
+        lambda: asyncio.run(bound[0]()),
+        lambda: results.extend(bound[1]()),
+        lambda: asyncio.run(drain(bound[2]())),
+    ):
         worker = threading.Thread(target=target)
         worker.start()
         worker.join()
-    assert results == [f"kinds/{tag}" for tag in ("coroutine", "generator 1", "generator 2", "async generator 1",
-                                                  "async generator 2")]  # fmt: skip
+    assert results == [
+        f"kinds/{tag}" for tag in ("coroutine", "generator 1", "generator 2", "async generator 1", "async generator 2")
+    ]
     spawned = one(store, "kinds", "spawner")
     assert [c.parent_id for c in calls_by_name(store, "kinds")["leaf"]] == [spawned.call_id] * 5
 
@@ -89,8 +93,10 @@ async def test_a_tool_over_a_propagated_generator_records_what_it_yields(store: 
             yield i
 
     with openprogram.session_context("gen-kinds", store=store):
-        counted, acounted = openprogram.tool(openprogram.propagate(numbers)), openprogram.tool(
-            openprogram.propagate(anumbers))  # fmt: skip
+        counted, acounted = (
+            openprogram.tool(openprogram.propagate(numbers)),
+            openprogram.tool(openprogram.propagate(anumbers)),
+        )
     async with openprogram.session_context("gen-kinds", store=store):
         assert list(counted(3)) == [0, 1, 2]
         assert [i async for i in acounted(2)] == [0, 1]

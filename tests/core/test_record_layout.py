@@ -1,4 +1,4 @@
-"""Every builder of a call record follows the one layout of ``openprogram._record``.
+"""Every builder of a call record follows the one layout of ``openprogram._recording`` (its ``record`` module).
 
 The hot paths build records as literal tuples; these tests build one through each
 builder and check its width and the value at each named slot, at its start (what
@@ -17,11 +17,10 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram import _no_session, _record, _writer
+from openprogram import _recording, _sessions
+from openprogram._calls import call_scope, close_call, detach_call, open_call
 from openprogram._capture import PRECAPTURED, parameter_shape
-from openprogram._context import SessionHandle, call_var, session_var
-from openprogram._ids import as_text
-from openprogram._record import (
+from openprogram._recording import (
     ARGS,
     ATTRIBUTES,
     CALL_ID,
@@ -40,13 +39,16 @@ from openprogram._record import (
     START_WIDTH,
     STARTED_AT,
     STATUS,
+    SessionHandle,
     begin_call,
+    call_var,
     end_call,
     inflight,
     queue,
+    session_var,
 )
-from openprogram._scopes import call_scope, close_call, detach_call, open_call
-from openprogram.stores._base import CALL_COLUMNS
+from openprogram._runtime import as_text
+from openprogram.stores import CALL_COLUMNS
 
 Record = tuple[Any, ...]
 
@@ -54,7 +56,7 @@ Record = tuple[Any, ...]
 @contextlib.contextmanager
 def writer_paused() -> Iterator[None]:
     """Nothing queued meanwhile is taken by the writer (no flush may be waited on inside)."""
-    with _writer._cycle_lock:
+    with _recording.writer._cycle_lock:
         yield
 
 
@@ -67,7 +69,7 @@ def appending() -> Iterator[list[Record]]:
     items = queue[start:]
     assert len(items) % RECORD_WIDTH == 0, f"{len(items)} items appended: not whole entries"
     for i in range(0, len(items), RECORD_WIDTH):
-        if type(items[i]) is not _writer._Tag:
+        if type(items[i]) is not _recording.writer._Tag:
             entries.append(tuple(items[i : i + RECORD_WIDTH]))
 
 
@@ -106,7 +108,7 @@ def check(
     assert type(start[STARTED_AT]) is float
     assert (end[STATUS], end[ERROR]) == (status, error)
     assert type(end[ENDED_AT]) is float and end[ENDED_AT] >= start[STARTED_AT]
-    row = dict(zip(CALL_COLUMNS, _writer._encode(end, "owner"), strict=True))
+    row = dict(zip(CALL_COLUMNS, _recording.writer._encode(end, "owner"), strict=True))
     assert row["call_id"] == as_text(start[CALL_ID])
     assert (row["session_id"], row["turn_id"]) == (session.session_id, session.turn_id)
     assert row["parent_id"] == as_text(parent)
@@ -122,11 +124,11 @@ def running_start() -> Record:
 def test_the_layout_names_every_slot() -> None:
     assert len(FIELDS) == RECORD_WIDTH == 15 and START_WIDTH == 11
     for index, field in enumerate(FIELDS):
-        assert getattr(_record, field.upper()) == index
+        assert getattr(_recording, field.upper()) == index
     assert FIELDS[START_WIDTH] == "status"
     # The writer unpacks a record under the layout's names, in its order.
-    assert _writer._encode.__code__.co_varnames[2 : 2 + RECORD_WIDTH] == FIELDS
-    assert START_WIDTH + len(_writer._RUNNING) == RECORD_WIDTH
+    assert _recording.writer._encode.__code__.co_varnames[2 : 2 + RECORD_WIDTH] == FIELDS
+    assert START_WIDTH + len(_recording.writer._RUNNING) == RECORD_WIDTH
 
 
 def test_begin_call_and_end_call(store: openprogram.Store) -> None:
@@ -165,8 +167,17 @@ def test_open_call_and_close_call(store: openprogram.Store, monkeypatch: pytest.
         start = opened[0]  # (the record, the call token, the session token)
         assert (start[NAMES], start[ARGS], start[ATTRIBUTES]) == (PRECAPTURED, '{"q":"x"}', '{"id":"7"}')
         end = only(appended(lambda: close_call(opened, KeyError("k"))))
-        check(start, end, session=h, parent=h.root_call_id, kind="tool", name="lookup", framework="crewai",
-              status="error", error="KeyError: 'k'")  # fmt: skip
+        check(
+            start,
+            end,
+            session=h,
+            parent=h.root_call_id,
+            kind="tool",
+            name="lookup",
+            framework="crewai",
+            status="error",
+            error="KeyError: 'k'",
+        )
 
         def with_no_session() -> tuple[Record, Record, SessionHandle]:
             opened = open_call("node", "orphan")
@@ -182,8 +193,10 @@ def test_open_call_and_close_call(store: openprogram.Store, monkeypatch: pytest.
 
 def test_call_scope_and_detach_call(store: openprogram.Store) -> None:
     with openprogram.session_context(store=store) as h, writer_paused():
-        with appending() as ended, call_scope("graph", "g", framework="langgraph", inputs={"n": 1},
-                                              attributes={"a": 1}) as scope:  # fmt: skip
+        with (
+            appending() as ended,
+            call_scope("graph", "g", framework="langgraph", inputs={"n": 1}, attributes={"a": 1}) as scope,
+        ):
             start = scope.rec
             assert start is not None and (start[NAMES], start[ARGS]) == (PRECAPTURED, '{"n":1}')
             scope.set_output(["out"])
@@ -197,8 +210,16 @@ def test_call_scope_and_detach_call(store: openprogram.Store) -> None:
         start = scope.rec
         assert start is not None
         end = only(appended(lambda: scope.exit(RuntimeError("paused"), status="interrupted")))
-        check(start, end, session=other, parent="p-9", kind="node", name="n", status="interrupted",
-              error="RuntimeError: paused")  # fmt: skip
+        check(
+            start,
+            end,
+            session=other,
+            parent="p-9",
+            kind="node",
+            name="n",
+            status="interrupted",
+            error="RuntimeError: paused",
+        )
 
         opened = open_call("function", "stream")
         assert opened is not None
@@ -265,8 +286,16 @@ def test_every_tool_path(store: openprogram.Store) -> None:
                 compiled_fails("bad")
 
         end = only(appended(fail))
-        check(starts["compiled_fails"], end, session=h, parent=root, kind="tool", name="compiled_fails",
-              status="error", error="ValueError: bad")  # fmt: skip
+        check(
+            starts["compiled_fails"],
+            end,
+            session=h,
+            parent=root,
+            kind="tool",
+            name="compiled_fails",
+            status="error",
+            error="ValueError: bad",
+        )
         assert end[OUTPUT] is None
 
         end = only(appended(lambda: generic(1, 2, flag=True)))  # a keyword argument: the general path
@@ -310,8 +339,11 @@ def test_session_turns(store: openprogram.Store) -> None:
         end = only(ended)
         check(start, end, session=inner, parent=None, kind="turn", name="main")
         assert start[CALL_ID] == inner.root_call_id
-        assert (start[NAMES], start[ARGS], start[ATTRIBUTES]) == (PRECAPTURED, '{"runtime":{"model":"m"}}',
-                                                                 {"created": True})  # fmt: skip
+        assert (start[NAMES], start[ARGS], start[ATTRIBUTES]) == (
+            PRECAPTURED,
+            '{"runtime":{"model":"m"}}',
+            {"created": True},
+        )
 
         again = openprogram.session_context(outer.session_id, store=store, agent_id="second")
         entered = again.__enter__()
@@ -324,11 +356,11 @@ def test_session_turns(store: openprogram.Store) -> None:
 def test_the_implicit_sessions_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENPROGRAM_STORE", "memory://")
     with writer_paused():
-        handle = _no_session.implicit_session("tool 'orphan'")
+        handle = _sessions.implicit_session("tool 'orphan'")
         assert handle is not None
-        start = _no_session._implicit_rec
+        start = _sessions.policy._implicit_rec
         assert start is not None and inflight[handle.root_call_id] is start
-        end = only(appended(_no_session._close_implicit))
+        end = only(appended(_sessions.policy._close_implicit))
         check(start, end, session=handle, parent=None, kind="turn", name="main")
         assert start[CALL_ID] == handle.root_call_id and start[ATTRIBUTES] == {"implicit": True, "created": True}
 
@@ -337,12 +369,14 @@ def test_the_writers_own_entries(store: openprogram.Store) -> None:
     handle = SessionHandle("s", "t", None, True, "main", store, "root")
     start = begin_call(handle, None, "call", "running")
     try:
-        row = dict(zip(CALL_COLUMNS, _writer._encode(start + _writer._RUNNING, "owner"), strict=True))
+        row = dict(
+            zip(CALL_COLUMNS, _recording.writer._encode(start + _recording.writer._RUNNING, "owner"), strict=True)
+        )
         assert (row["status"], row["output"], row["ended_at"]) == ("running", None, None)
     finally:
         end_call(start)
     with pytest.raises(ValueError, match="15 fields"):
-        _writer.enqueue(start)  # a start alone would shift every later entry
+        _recording.enqueue(start)  # a start alone would shift every later entry
 
 
 def test_names_a_store_cannot_take_are_made_safe_every_time_and_plain_ones_pass(tmp_path: Any) -> None:

@@ -7,7 +7,7 @@ import uuid
 
 import openprogram
 import pytest
-from openprogram._session import session_for_run
+from openprogram._sessions import session_for_run
 
 from .conftest import run_python
 
@@ -24,7 +24,7 @@ def test_outside_a_session_the_identity_derives_a_stable_session() -> None:
         assert h2.created is False
     weird = session_for_run("crewai", "has spaces/and slashes " * 10)
     assert weird is not None
-    openprogram._ids.validate_session_id(weird.session_id)
+    openprogram._runtime.validate_session_id(weird.session_id)
 
 
 def test_inside_a_session_the_identity_is_bound_to_it_across_processes() -> None:
@@ -32,7 +32,7 @@ def test_inside_a_session_the_identity_is_bound_to_it_across_processes() -> None
         assert session_for_run("langgraph", "thread-bound") is None
     result = run_python(
         """
-        from openprogram._session import session_for_run
+        from openprogram._sessions import session_for_run
         ctx = session_for_run("langgraph", "thread-bound")
         with ctx as h:
             print(h.session_id, h.created)
@@ -58,7 +58,7 @@ def test_an_identity_bound_in_another_store_continues_there_in_this_process() ->
         assert (moved.session_id, moved.store) == ("moved", second)
     result = run_python(  # another process only has the default store to look in
         """
-        from openprogram._session import session_for_run
+        from openprogram._sessions import session_for_run
         with session_for_run("langgraph", "thread-elsewhere") as h:
             print(h.session_id, h.created)
         """
@@ -81,7 +81,7 @@ def test_misconfigured_store_never_raises_into_the_adapter(monkeypatch: pytest.M
 
 
 def test_a_run_without_a_conversation_records_into_the_implicit_session(caplog: pytest.LogCaptureFixture) -> None:
-    from openprogram._runs import last_run_session_id, run_session
+    from openprogram._sessions import last_run_session_id, run_session
 
     caplog.set_level(logging.INFO, logger="openprogram")
     assert run_session("toy", "run 'a'") is None  # nothing to enter: the run's calls take the implicit session
@@ -94,7 +94,7 @@ def test_a_run_without_a_conversation_records_into_the_implicit_session(caplog: 
 
 
 def test_a_conversation_session_is_announced_once_per_session(caplog: pytest.LogCaptureFixture) -> None:
-    from openprogram._runs import last_run_session_id, run_session
+    from openprogram._sessions import last_run_session_id, run_session
 
     caplog.set_level(logging.INFO, logger="openprogram")
     for _ in range(3):
@@ -108,7 +108,7 @@ def test_a_conversation_session_is_announced_once_per_session(caplog: pytest.Log
 
 
 def test_a_new_conversation_gets_a_new_session_named_after_its_key() -> None:
-    from openprogram._runs import run_session
+    from openprogram._sessions import run_session
 
     sessions = []
     for _ in range(2):
@@ -122,7 +122,7 @@ def test_a_new_conversation_gets_a_new_session_named_after_its_key() -> None:
 def test_a_new_conversation_draws_nothing_from_uuid4(monkeypatch: pytest.MonkeyPatch) -> None:
     """Programs make ``uuid4`` deterministic in their tests (LangGraph's own suite does); a draw of
     ours would shift every id the program makes after it."""
-    from openprogram._runs import run_session
+    from openprogram._sessions import run_session
 
     drawn: list[uuid.UUID] = []
     real = uuid.uuid4
@@ -135,7 +135,7 @@ def test_a_new_conversation_draws_nothing_from_uuid4(monkeypatch: pytest.MonkeyP
 
 
 def test_an_unbound_key_continues_the_session_of_an_earlier_identity() -> None:
-    from openprogram._runs import run_session
+    from openprogram._sessions import run_session
 
     with openprogram.session_context() as h:
         assert session_for_run("toy.state", "older") is None  # bound to h

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Generator
 
 import openprogram
 import pytest
-from openprogram._context import call_var, session_var
+from openprogram._recording import call_var, session_var
 
 from .conftest import calls_by_name, one
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _recording
 from openprogram._cli import main as cli
 from openprogram.stores import AliasRow, CallRow, SessionRow
 from openprogram.stores.memory import MemoryStore
@@ -209,7 +209,7 @@ def test_outage_buffers_then_recovers(
         ping(2)
     assert "flaky-host:5432" in caplog.text
     flaky.down = False
-    _writer._states[id(flaky)].retry_at = 0.0  # skip the back-off wait
+    _recording.writer._states[id(flaky)].retry_at = 0.0  # skip the back-off wait
     assert openprogram.flush() is True
     assert [c.output for c in flaky.list_calls("outage") if c.name == "ping"] == [1, 2]
 
@@ -217,7 +217,7 @@ def test_outage_buffers_then_recovers(
 def test_spill_file_and_import(
     isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, discard_stores: list[openprogram.Store]
 ) -> None:
-    monkeypatch.setattr(_writer, "MAX_PENDING_ROWS", 5)
+    monkeypatch.setattr(_recording.writer, "MAX_PENDING_ROWS", 5)
     flaky = FlakyStore()
     discard_stores.append(flaky)
     with openprogram.session_context("spilled", store=flaky):
@@ -275,7 +275,7 @@ def test_import_of_a_malformed_record_is_a_clear_error_and_writes_nothing(
 
 def test_back_pressure_loses_nothing(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # With a tiny high-water mark, recording threads wait for the writer every 4096 calls.
-    monkeypatch.setattr(_writer, "QUEUE_HIGH_WATER", 100)
+    monkeypatch.setattr(_recording.writer, "QUEUE_HIGH_WATER", 100)
     with openprogram.session_context("pressure", store=sqlite_url):
         for i in range(10_000):
             ping(i)
@@ -348,8 +348,9 @@ def test_a_schema_1_store_is_migrated_keeping_every_call(tmp_path: Path) -> None
     conn.close()
     store = openprogram.open_store(f"sqlite:///{path}")
     assert [(c.call_id, c.parent_id, c.inputs) for c in store.list_calls("old")] == [
-        ("c1", None, None), ("c2", "c1", {"x": 1}),
-    ]  # fmt: skip
+        ("c1", None, None),
+        ("c2", "c1", {"x": 1}),
+    ]
     # The running row can still be replaced by its final row, as before.
     store.write([], [("c2", "old", "t1", "c1", "tool", "f", None, "ok", '{"x":1}', "2", None, None, 1.5, 1.6, "h")])
     assert [c.status for c in store.list_calls("old")] == ["ok", "ok"]
@@ -362,8 +363,10 @@ def test_a_schema_1_store_is_migrated_keeping_every_call(tmp_path: Path) -> None
 def test_a_store_with_a_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
     conn = sqlite3.connect(path)
-    conn.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                       "INSERT INTO meta VALUES ('schema_version', '99');")  # fmt: skip
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES ('schema_version', '99');"
+    )
     conn.close()
     with pytest.raises(openprogram.StoreError, match="newer than this openprogram"):
         openprogram.open_store(f"sqlite:///{path}").list_sessions()
@@ -386,17 +389,18 @@ def test_a_reader_does_not_wait_for_a_writer_holding_the_lock(tmp_path: Path) ->
         holder.close()
 
 
-def test_the_outage_bound_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch,
-                                                        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_the_outage_bound_is_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "20_000")
-    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 20_000
+    assert _recording.writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 20_000
     monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "3")
-    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 100  # a floor, not a spill per call
+    assert _recording.writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 100  # a floor, not a spill per call
     monkeypatch.setenv("OPENPROGRAM_MAX_PENDING_ROWS", "lots")
-    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
+    assert _recording.writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
     assert "not a whole number" in caplog.text
     monkeypatch.delenv("OPENPROGRAM_MAX_PENDING_ROWS")
-    assert _writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
+    assert _recording.writer._env_rows("OPENPROGRAM_MAX_PENDING_ROWS", 50_000) == 50_000
 
 
 def test_running_calls_keep_their_owner_beating_without_a_beat_per_batch(
@@ -404,12 +408,12 @@ def test_running_calls_keep_their_owner_beating_without_a_beat_per_batch(
 ) -> None:
     """While a call runs, its owner's heartbeat is refreshed every HEARTBEAT_EVERY / 2 seconds,
     with or without new records; batches written in between add no heartbeat transaction."""
-    monkeypatch.setattr(_writer, "HEARTBEAT_EVERY", 60.0)
+    monkeypatch.setattr(_recording.writer, "HEARTBEAT_EVERY", 60.0)
     store = openprogram.open_store(sqlite_url)
     beats: list[float] = []
     real = store.heartbeat
     monkeypatch.setattr(store, "heartbeat", lambda owner, at: (beats.append(at), real(owner, at))[1])
-    owner = openprogram._ids.process_owner()
+    owner = openprogram._runtime.process_owner()
     with openprogram.session_context(store=store) as h:  # the turn call runs until the block ends
         assert openprogram.flush()
         assert len(beats) == 1  # the turn's running row went out with a beat
@@ -417,7 +421,7 @@ def test_running_calls_keep_their_owner_beating_without_a_beat_per_batch(
             ping(i)
             assert openprogram.flush()
         assert len(beats) == 1
-        monkeypatch.setattr(_writer, "HEARTBEAT_EVERY", 0.2)
+        monkeypatch.setattr(_recording.writer, "HEARTBEAT_EVERY", 0.2)
         first = store._heartbeats()[owner]  # type: ignore[attr-defined]
         deadline = time.monotonic() + 10
         while store._heartbeats()[owner] == first and time.monotonic() < deadline:  # type: ignore[attr-defined]
@@ -451,7 +455,7 @@ def test_a_malformed_queued_entry_is_dropped_alone(store: openprogram.Store, cap
     with openprogram.session_context(store=store) as h:
         kept(1)
         # A record whose session handle is missing: what a bug of ours would queue.
-        _writer.enqueue(("bad-call", None, None, "tool", "broken", *(None,) * 10))
+        _recording.enqueue(("bad-call", None, None, "tool", "broken", *(None,) * 10))
         kept(2)
         with caplog.at_level(logging.ERROR, logger="openprogram"):
             assert openprogram.flush(timeout=10)

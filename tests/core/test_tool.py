@@ -14,9 +14,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 
 import openprogram
 import pytest
-from openprogram import _ids
-from openprogram._context import call_var, session_var
-from openprogram._record import SESSION, inflight
+from openprogram import _runtime
+from openprogram._recording import SESSION, call_var, inflight, session_var
 
 from .conftest import calls_by_name, one
 
@@ -312,14 +311,14 @@ class _Handoff(_Pause):
 
 
 def test_registered_control_flow_is_not_an_error(store: openprogram.Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram import _record
+    from openprogram._recording import record
 
-    monkeypatch.setattr(_record, "_control_flow", {})  # process-wide: restored after the test
-    monkeypatch.setattr(_record, "_CONTROL_FLOW", ())
-    _record.register_control_flow(_Pause, "interrupted")
-    _record.register_control_flow(_Handoff, "ok")  # a subclass registered apart: its own status
+    monkeypatch.setattr(record, "_control_flow", {})  # process-wide: restored after the test
+    monkeypatch.setattr(record, "_CONTROL_FLOW", ())
+    record.register_control_flow(_Pause, "interrupted")
+    record.register_control_flow(_Handoff, "ok")  # a subclass registered apart: its own status
     with pytest.raises(ValueError, match="'ok' or 'interrupted'"):
-        _record.register_control_flow(KeyError, "error")
+        record.register_control_flow(KeyError, "error")
     pause, handoff = _Pause("waiting for a human"), _Handoff("to the parent")
 
     @openprogram.tool
@@ -639,8 +638,14 @@ def test_every_path_returns_the_functions_own_result(store: openprogram.Store) -
     declared = openprogram.tool(takes_session)
     outside = [scalar_args(1, "x"), rich_args([1]), Box().method(1), declared(1)]
     with openprogram.session_context(store=store) as h:
-        inside = [scalar_args(1, "x"), scalar_args(a=1, b="x"), rich_args([1]), Box().method(1), declared(1),
-                  scalar_args(1, "x", _session=h)]  # fmt: skip
+        inside = [
+            scalar_args(1, "x"),
+            scalar_args(a=1, b="x"),
+            rich_args([1]),
+            Box().method(1),
+            declared(1),
+            scalar_args(1, "x", _session=h),
+        ]
     assert all(r is result for r in outside + inside)
     assert len(calls_by_name(store, h.session_id)["scalar_args"]) == 3
 
@@ -675,17 +680,44 @@ def test_a_call_records_what_was_passed_however_it_was_passed(store: openprogram
     # Both must record the arguments as passed, left-out defaults not at all.
     with openprogram.session_context(store=store) as h:
         results = [
-            plain("a"), plain("a", 2), plain("a", 2, "x"), plain("a", hex="x"), plain(type="a", next=3),
-            plain("a", next=[4]), plain(["a"]), plain("a", _session=h),  # type: ignore[arg-type, call-arg]
-            options("a"), options("a", hex="x"), decorated("ab"), decorated("ab", times=2),
-        ]  # fmt: skip
-    assert results == ["a-1-h", "a-2-h", "a-2-x", "a-1-x", "a-3-h", "a-[4]-h", "['a']-1-h", "a-1-h",
-                       "a-1-h", "a-1-x", "AB", "ABAB"]  # fmt: skip
+            plain("a"),
+            plain("a", 2),
+            plain("a", 2, "x"),
+            plain("a", hex="x"),
+            plain(type="a", next=3),
+            plain("a", next=[4]),
+            plain(["a"]),
+            plain("a", _session=h),  # type: ignore[arg-type, call-arg]
+            options("a"),
+            options("a", hex="x"),
+            decorated("ab"),
+            decorated("ab", times=2),
+        ]
+    assert results == [
+        "a-1-h",
+        "a-2-h",
+        "a-2-x",
+        "a-1-x",
+        "a-3-h",
+        "a-[4]-h",
+        "['a']-1-h",
+        "a-1-h",
+        "a-1-h",
+        "a-1-x",
+        "AB",
+        "ABAB",
+    ]
     by_name = calls_by_name(store, h.session_id)
     assert [c.inputs for c in by_name["plain"]] == [
-        {"type": "a"}, {"type": "a", "next": 2}, {"type": "a", "next": 2, "hex": "x"}, {"type": "a", "hex": "x"},
-        {"type": "a", "next": 3}, {"type": "a", "next": [4]}, {"type": ["a"]}, {"type": "a"},
-    ]  # fmt: skip
+        {"type": "a"},
+        {"type": "a", "next": 2},
+        {"type": "a", "next": 2, "hex": "x"},
+        {"type": "a", "hex": "x"},
+        {"type": "a", "next": 3},
+        {"type": "a", "next": [4]},
+        {"type": ["a"]},
+        {"type": "a"},
+    ]
     assert [c.inputs for c in by_name["options"]] == [{"type": "a"}, {"type": "a", "hex": "x"}]
     assert [c.inputs for c in by_name["decorated"]] == [{"word": "ab"}, {"word": "ab", "times": 2}]
     assert all(c.status == "ok" for calls in by_name.values() for c in calls)
@@ -753,8 +785,7 @@ def test_a_sync_call_is_written_as_running_while_it_runs(store: openprogram.Stor
             worker.join(30)
         outer.exit()
     [done] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
-    assert (done.call_id, done.status, done.output, done.started_at) == (
-        running.call_id, "ok", 7, running.started_at)  # fmt: skip
+    assert (done.call_id, done.status, done.output, done.started_at) == (running.call_id, "ok", 7, running.started_at)
     assert not [rec for rec in inflight.values() if rec[SESSION] is h], "left in the running calls"
 
 
@@ -771,7 +802,7 @@ def test_the_current_call_id_inside_a_compiled_tool_is_its_recorded_id(store: op
         looks(1)
     [call] = [c for c in store.list_calls(h.session_id) if c.kind == "tool"]
     assert seen == {"id": call.call_id, "env": call.call_id}
-    assert isinstance(call.call_id, str) and call.call_id.startswith(_ids.prefix)
+    assert isinstance(call.call_id, str) and call.call_id.startswith(_runtime.ids.prefix)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")

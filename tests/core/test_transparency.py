@@ -14,8 +14,8 @@ import time
 
 import openprogram
 import pytest
-from openprogram import _writer
-from openprogram._ids import new_session_id
+from openprogram import _recording
+from openprogram._runtime import new_session_id
 
 from .conftest import run_python
 
@@ -51,9 +51,11 @@ def test_entering_a_session_leaves_the_default_executor_alone(
 @pytest.mark.parametrize("writer_running", [True, False], ids=["writer running", "writer not started"])
 def test_flush_async_leaves_the_default_executor_alone(monkeypatch: pytest.MonkeyPatch, writer_running: bool) -> None:
     if writer_running:
-        _writer.ensure_started()
+        _recording.ensure_started()
     else:
-        monkeypatch.setattr(_writer, "_thread", None)  # as before any session: the flush runs on our own thread
+        monkeypatch.setattr(
+            _recording.writer, "_thread", None
+        )  # as before any session: the flush runs on our own thread
 
     async def main() -> tuple[bool, object]:
         ok = await openprogram.flush_async()

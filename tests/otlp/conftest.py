@@ -24,11 +24,17 @@ from .otlp_receiver import ReceivedSpan, Receiver
 
 # CrewAI reads these at import time (and creates ~/.config/crewai): set before anything imports crewai.
 _home = tempfile.mkdtemp(prefix="openprogram_otlp_home_")
-os.environ.update({"HOME": _home, "XDG_DATA_HOME": f"{_home}/.local/share", "CREWAI_STORAGE_DIR": f"{_home}/crewai",
-                   **CREWAI_OFFLINE_ENV})  # fmt: skip
+os.environ.update(
+    {
+        "HOME": _home,
+        "XDG_DATA_HOME": f"{_home}/.local/share",
+        "CREWAI_STORAGE_DIR": f"{_home}/crewai",
+        **CREWAI_OFFLINE_ENV,
+    }
+)
 
 import openprogram  # noqa: E402
-from openprogram import _cli, _otlp_live  # noqa: E402
+from openprogram import _cli, _otlp  # noqa: E402
 
 ROOT = str(Path(__file__).resolve().parents[2])  # children import tests.otlp helpers from here
 
@@ -52,9 +58,9 @@ def no_export_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No inherited export settings; live export as the (now empty) environment says, before and after."""
     for name in _EXPORT_ENV:
         monkeypatch.delenv(name, raising=False)
-    _otlp_live.set_export(None)
+    _otlp.set_export(None)
     yield
-    _otlp_live.set_export(None)
+    _otlp.set_export(None)
 
 
 @pytest.fixture
@@ -123,8 +129,14 @@ def run_child(store_url: str) -> Callable[..., subprocess.CompletedProcess[str]]
 
     def run(code: str, timeout: float = 90, **env: str) -> subprocess.CompletedProcess[str]:
         child_env = {**os.environ, "OPENPROGRAM_STORE": store_url, "PYTHONPATH": ROOT, **env}
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env, capture_output=True,
-                              text=True, timeout=timeout, check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     return run
 

@@ -36,5 +36,7 @@ def ask_model(answer: str = "Book TP1234.") -> None:
     assert call is not None
     with call:
         pass
-    call.answered(reply(answer, tool_calls=[tool_call("c2", "book", '{"flight": "TP1234"}')], finish_reason="stop"),
-                  usage(412, 37))  # fmt: skip
+    call.answered(
+        reply(answer, tool_calls=[tool_call("c2", "book", '{"flight": "TP1234"}')], finish_reason="stop"),
+        usage(412, 37),
+    )

@@ -67,8 +67,13 @@ def start_phoenix(python: str, workdir: Path) -> tuple[subprocess.Popen[bytes], 
         "PHOENIX_LOG_MIGRATIONS": "false",
     }
     log = open(workdir / "phoenix.log", "wb")  # noqa: SIM115 - open for the server's lifetime
-    server = subprocess.Popen([python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    server = subprocess.Popen(
+        [python, "-m", "phoenix.server.main", "serve"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
@@ -111,8 +116,18 @@ def record_session(store_url: str) -> tuple[str, int, int, int]:
 
 
 def export(store_url: str, session_id: str, base: str) -> None:
-    command = [sys.executable, "-m", "openprogram", "--store", store_url, "export", "otlp", session_id,
-               "--endpoint", base]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "openprogram",
+        "--store",
+        store_url,
+        "export",
+        "otlp",
+        session_id,
+        "--endpoint",
+        base,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     print(done.stdout.strip() or done.stderr.strip())
     if done.returncode != 0:
@@ -143,8 +158,10 @@ def check(base: str, session_id: str, turns: int, calls: int, tokens: int) -> li
         return [f"Phoenix has no session {session_id}"]
     traces = [edge["node"] for edge in session["traces"]["edges"]]
     span_count = sum(trace["numSpans"] for trace in traces)
-    print(f"Phoenix session {session_id}: {session['numTraces']} traces, {span_count} spans, "
-          f"tokens {session['tokenUsage']}, roots {[t['rootSpan']['name'] for t in traces]}")  # fmt: skip
+    print(
+        f"Phoenix session {session_id}: {session['numTraces']} traces, {span_count} spans, "
+        f"tokens {session['tokenUsage']}, roots {[t['rootSpan']['name'] for t in traces]}"
+    )
     if session["numTraces"] != turns:
         problems.append(f"{session['numTraces']} traces, not one per turn ({turns})")
     if span_count != calls:

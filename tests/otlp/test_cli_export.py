@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import openprogram
 import pytest
-from openprogram._otlp_spans import span_id_of, trace_id_of
+from openprogram._otlp import span_id_of, trace_id_of
 
 from tests.support import calls
 
@@ -77,8 +77,9 @@ def test_session_becomes_one_trace_per_turn_with_parent_links_and_the_error(
     (failed,) = [s for s in spans if s.status_code == 2]  # error
     assert failed.status_message == "LookupError: no such city: Atlantis"
     assert failed.attributes["openprogram.call.id"] == next(c.call_id for c in recorded if c.status == "error")
-    assert failed.events == [("exception", {"exception.type": "LookupError",
-                                            "exception.message": "no such city: Atlantis"})]  # fmt: skip
+    assert failed.events == [
+        ("exception", {"exception.type": "LookupError", "exception.message": "no such city: Atlantis"})
+    ]
     assert failed.attributes["error.type"] == "LookupError"
     assert {s.status_code for s in spans if s is not failed} == {1}  # ok
 

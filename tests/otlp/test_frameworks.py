@@ -13,8 +13,14 @@ from .conftest import CliRun, by_name, tree_is_whole
 from .otlp_receiver import ReceivedSpan, Receiver
 
 # The GenAI operation of each kind (DESIGN.md); any other kind is named after itself.
-OPERATIONS = {"llm": "chat", "agent": "invoke_agent", "tool": "execute_tool", "graph": "invoke_workflow",
-              "crew": "invoke_workflow", "flow": "invoke_workflow"}  # fmt: skip
+OPERATIONS = {
+    "llm": "chat",
+    "agent": "invoke_agent",
+    "tool": "execute_tool",
+    "graph": "invoke_workflow",
+    "crew": "invoke_workflow",
+    "flow": "invoke_workflow",
+}
 SPAN_KINDS = {"llm": "LLM", "agent": "AGENT", "tool": "TOOL"}
 
 
@@ -37,10 +43,18 @@ def run_crew() -> None:
         return {"crews": "a crew runs tasks with agents and tools"}.get(topic, f"nothing known about {topic}")
 
     writer_llm = scripted_llm([("lookup", {"topic": "crews"})], native=True, final="crews run tasks with agents")
-    lead_llm = scripted_llm([("delegate_work_to_coworker", {"task": "explain crews", "context": "one sentence",
-                                                            "coworker": "Writer"})], final="report: crews")  # fmt: skip
-    writer = Agent(role="Writer", goal="write short notes", backstory="offline", llm=writer_llm, tools=[lookup],
-                   allow_delegation=False)  # fmt: skip
+    lead_llm = scripted_llm(
+        [("delegate_work_to_coworker", {"task": "explain crews", "context": "one sentence", "coworker": "Writer"})],
+        final="report: crews",
+    )
+    writer = Agent(
+        role="Writer",
+        goal="write short notes",
+        backstory="offline",
+        llm=writer_llm,
+        tools=[lookup],
+        allow_delegation=False,
+    )
     lead = Agent(role="Lead", goal="coordinate", backstory="offline", llm=lead_llm, allow_delegation=True)
     notes = Task(description="note what crews are", expected_output="a note", agent=writer, async_execution=True)
     report = Task(description="write the report", expected_output="a report", agent=lead, context=[notes])
@@ -96,8 +110,16 @@ def test_langgraph_session_exports_graphs_nodes_tools_and_chat_spans(
     recorded, by_call = export_session("langgraph", demo("langgraph_demo"), instrument, store_url, receiver, export_cli)
 
     names = names_of(by_call)
-    assert {"invoke_workflow demo_agent", "node agent", "node tools", "node review", "execute_tool weather",
-            "execute_tool population", "execute_tool note", "interrupt review"} <= set(names)  # fmt: skip
+    assert {
+        "invoke_workflow demo_agent",
+        "node agent",
+        "node tools",
+        "node review",
+        "execute_tool weather",
+        "execute_tool population",
+        "execute_tool note",
+        "interrupt review",
+    } <= set(names)
     assert len(names["invoke_workflow demo_agent"]) == 2  # the run that paused and the one that resumed it
     paused = [s for s in names["invoke_workflow demo_agent"] if s.status_code != 1]  # not ok
     assert [s.attributes.get("openprogram.call.interrupted") for s in paused] == [True]
@@ -115,9 +137,15 @@ def test_crewai_session_exports_crew_tasks_agents_tools_and_chat_spans(
     recorded, by_call = export_session("crewai", run_crew, instrument, store_url, receiver, export_cli)
 
     names = names_of(by_call)
-    assert {"invoke_workflow demo crew", "task note what crews are",
-            "task write the report", "invoke_agent Writer", "invoke_agent Lead", "execute_tool lookup",
-            "execute_tool delegate_work_to_coworker"} <= set(names)  # fmt: skip
+    assert {
+        "invoke_workflow demo crew",
+        "task note what crews are",
+        "task write the report",
+        "invoke_agent Writer",
+        "invoke_agent Lead",
+        "execute_tool lookup",
+        "execute_tool delegate_work_to_coworker",
+    } <= set(names)
     assert {s.attributes["gen_ai.agent.name"] for s in names["invoke_agent Writer"]} == {"Writer"}
     assert all(s.attributes["openinference.span.kind"] == "AGENT" for s in names["invoke_agent Lead"])
     if any(c.kind == "llm" for c in recorded):
@@ -129,8 +157,9 @@ def test_crewai_session_exports_crew_tasks_agents_tools_and_chat_spans(
 def test_semantic_kernel_session_exports_agents_auto_invoked_functions_as_tools_and_chat_spans(
     instrument: Callable[..., set[str]], store_url: str, receiver: Receiver, export_cli: Callable[..., CliRun]
 ) -> None:
-    recorded, by_call = export_session("semantic_kernel", demo("semantic_kernel_demo"), instrument, store_url,
-                                       receiver, export_cli)  # fmt: skip
+    recorded, by_call = export_session(
+        "semantic_kernel", demo("semantic_kernel_demo"), instrument, store_url, receiver, export_cli
+    )
 
     names = names_of(by_call)
     assert {

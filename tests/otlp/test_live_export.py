@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import openprogram
 import pytest
-from openprogram import _otlp_live
+from openprogram import _otlp
 
 from tests.support import calls
 
@@ -62,10 +62,20 @@ BUSY_AGENT = """
 def test_child_process_exports_each_call_once_it_ends_with_the_ids_the_cli_sends(
     receiver: Receiver, make_receiver: Callable[..., Receiver], store_url: str, export_cli: Callable[..., CliRun]
 ) -> None:
-    env = {**os.environ, "OPENPROGRAM_STORE": store_url, "OPENPROGRAM_EXPORT": "otlp",
-           "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}  # fmt: skip
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(AGENT)], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "OPENPROGRAM_STORE": store_url,
+        "OPENPROGRAM_EXPORT": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(AGENT)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None and child.stdin is not None
     session_id = child.stdout.readline().strip()
 
@@ -92,8 +102,12 @@ def test_unreachable_backend_is_warned_about_once_and_never_slows_the_agent(
     unreachable_url: str, run_child: Callable[..., subprocess.CompletedProcess[str]], store_url: str
 ) -> None:
     started = time.monotonic()
-    child = run_child(BUSY_AGENT, OPENPROGRAM_EXPORT="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=unreachable_url,
-                      OTEL_EXPORTER_OTLP_TIMEOUT="1")  # fmt: skip
+    child = run_child(
+        BUSY_AGENT,
+        OPENPROGRAM_EXPORT="otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=unreachable_url,
+        OTEL_EXPORTER_OTLP_TIMEOUT="1",
+    )
     took = time.monotonic() - started
 
     assert child.returncode == 0, child.stderr
@@ -103,7 +117,7 @@ def test_unreachable_backend_is_warned_about_once_and_never_slows_the_agent(
     assert len(warnings) == 1, child.stderr
     assert f"cannot reach {unreachable_url}/v1/traces" in warnings[0] and "openprogram export otlp" in warnings[0]
     assert len(calls(openprogram.open_store(store_url), report["session"])) == 1201  # the store has everything
-    assert took < 6 * 0.25 + _otlp_live.EXIT_SECONDS + 8  # the run, the bounded exit, two interpreter starts
+    assert took < 6 * 0.25 + _otlp.EXIT_SECONDS + 8  # the run, the bounded exit, two interpreter starts
 
 
 def test_slow_backend_never_delays_flush_and_the_exit_waits_a_bounded_time(
@@ -117,7 +131,7 @@ def test_slow_backend_never_delays_flush_and_the_exit_waits_a_bounded_time(
     assert child.returncode == 0, child.stderr
     report = json.loads(child.stdout)
     assert max(report["flushes"]) < 0.5
-    assert took < 6 * 0.25 + _otlp_live.EXIT_SECONDS + 8
+    assert took < 6 * 0.25 + _otlp.EXIT_SECONDS + 8
     assert slow.wait_for(1, timeout=10)  # the first batch, sent while the agent ran, did arrive
 
 
@@ -130,23 +144,23 @@ def test_configure_export_sends_from_the_background_and_none_stops_it(
     def remember(fact: str) -> str:
         return fact.upper()
 
-    assert _otlp_live.export_choice() == "none"
+    assert _otlp.export_choice() == "none"
     openprogram.configure(export="otlp")
-    assert _otlp_live.export_choice() == "otlp"
+    assert _otlp.export_choice() == "otlp"
     with openprogram.session_context(store=store) as handle:
         remember("one")
         remember("two")
-    assert _otlp_live.flush_export(10)
+    assert _otlp.flush_export(10)
     spans = receiver.wait_for(3)
     assert sorted(s.name for s in spans) == ["execute_tool remember", "execute_tool remember", "turn main"]
     assert {s.attributes["session.id"] for s in spans} == {handle.session_id}
 
     openprogram.configure(export="none")
-    assert _otlp_live.export_choice() == "none"
+    assert _otlp.export_choice() == "none"
     with openprogram.session_context(store=store):
         remember("three")
     openprogram.flush()
-    time.sleep(_otlp_live.BATCH_DELAY * 3)
+    time.sleep(_otlp.BATCH_DELAY * 3)
     assert len(receiver.spans) == 3
 
     with pytest.raises(ValueError, match="'otlp' or 'none'"):
@@ -172,12 +186,12 @@ def test_backend_that_comes_back_receives_what_waited(
     with openprogram.session_context(store=store):
         for n in range(5):
             ping(n)
-    assert not _otlp_live.flush_export(3)  # the backend refuses: not sent yet
+    assert not _otlp.flush_export(3)  # the backend refuses: not sent yet
     flaky.status = 200
     arrived = flaky.wait_for(6, timeout=30)
 
     assert sorted(by_name(arrived)) == ["execute_tool ping", "turn main"] and len(arrived) == 6
-    assert _otlp_live.flush_export(10)
+    assert _otlp.flush_export(10)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and f"the backend at {flaky.traces_url} refused the spans" in warnings[0]
     assert any(f"exporting to {flaky.traces_url} again" in r.getMessage() for r in caplog.records)
@@ -189,11 +203,11 @@ def test_calls_waiting_for_an_unreachable_backend_are_bounded(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(_otlp_live, "MAX_QUEUED_CALLS", 100)
+    monkeypatch.setattr(_otlp.live, "MAX_QUEUED_CALLS", 100)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", unreachable_url)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     openprogram.configure(export="otlp")
-    live = _otlp_live._live
+    live = _otlp.live._live
     assert live is not None
 
     @openprogram.tool

@@ -102,8 +102,10 @@ def test_content_off_sends_model_and_tokens_but_no_inputs_outputs_or_messages(
             search("LIS-OSL")
             ask_model()
         """,
-        OPENPROGRAM_CAPTURE_CONTENT="false", OPENPROGRAM_EXPORT="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
-    )  # fmt: skip
+        OPENPROGRAM_CAPTURE_CONTENT="false",
+        OPENPROGRAM_EXPORT="otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+    )
     assert child.returncode == 0, child.stderr
 
     spans = receiver.wait_for(6)
@@ -148,8 +150,11 @@ def test_calls_a_crash_left_running_are_interrupted_and_end_at_the_last_time_rec
     assert child.returncode == 3, child.stderr
     session_id = child.stdout.strip()
     recorded = calls(openprogram.open_store(store_url), session_id)
-    assert sorted((c.name, c.status) for c in recorded) == [("crash", "interrupted"), ("done", "ok"),
-                                                            ("main", "interrupted")]  # fmt: skip
+    assert sorted((c.name, c.status) for c in recorded) == [
+        ("crash", "interrupted"),
+        ("done", "ok"),
+        ("main", "interrupted"),
+    ]
 
     assert export_cli(session_id, "--endpoint", receiver.url).code == 0
     spans = by_name(receiver.wait_for(3))

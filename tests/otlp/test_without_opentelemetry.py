@@ -41,8 +41,11 @@ def test_without_opentelemetry_openprogram_records_and_export_names_the_extra(tm
     child = subprocess.run(
         [sys.executable, "-I", "-S", "-c", textwrap.dedent(PROGRAM.format(packages=str(packages)))],
         env={"OPENPROGRAM_EXPORT": "otlp", "OPENPROGRAM_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
     assert child.returncode == 0, child.stderr
     hint = "pip install 'openprogram[otlp]'"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _recording
 from openprogram.stores.sqlite import SQLiteStore
 from reliability_support import WarningCounter
 
@@ -22,9 +22,9 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
     # A store a test left failing must not make later flushes report False, nor spill
     # into the real home at interpreter exit.
-    for key, state in list(_writer._states.items()):
+    for key, state in list(_recording.writer._states.items()):
         if state.failing:
-            _writer._states.pop(key, None)
+            _recording.writer._states.pop(key, None)
 
 
 @pytest.fixture

@@ -32,8 +32,10 @@ class ReadOnly:
 
     def on(self) -> None:
         if self.root:
-            if not (_run("mount", "--bind", str(self.path), str(self.path))
-                    and _run("mount", "-o", "remount,bind,ro", str(self.path))):  # fmt: skip
+            if not (
+                _run("mount", "--bind", str(self.path), str(self.path))
+                and _run("mount", "-o", "remount,bind,ro", str(self.path))
+            ):
                 _run("umount", "-l", str(self.path))
                 pytest.skip("running as root and cannot bind-mount read-only here")
         else:

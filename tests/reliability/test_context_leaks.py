@@ -12,8 +12,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram._context import call_var, session_var
-from openprogram._record import SESSION, inflight
+from openprogram._recording import SESSION, call_var, inflight, session_var
 
 
 class Boom(Exception):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from openprogram._capture import REDACTED, capture, capture_arguments, dumps, limits
 from openprogram._cli import main as cli_main
-from openprogram._ids import MAX_ID_LENGTH
+from openprogram._runtime import MAX_ID_LENGTH
 
 #: The last-resort bound enforced by ``dumps``: twice ``max_chars`` of JSON, plus its small wrapper
 #: (a preview of escape-heavy JSON doubles in size once escaped again).
@@ -73,13 +73,26 @@ odd_text = st.text(
 )
 huge_text = st.integers(min_value=10_000, max_value=3_000_000).map(lambda n: '\ud800x\x00"\\é' * (n // 6))
 hostile_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.just(10**4000),
-    st.floats(allow_nan=True, allow_infinity=True), odd_text, huge_text, st.binary(max_size=64),
-    st.builds(ReprRaises), st.builds(ReprReturnsNonStr), st.builds(EqRaises), st.builds(HugeRepr),
-    st.builds(lambda: BadMapping(a=1)), st.builds(recursive_list), st.builds(recursive_dict),
-    st.builds(lambda: frozenset({EqRaises(), EqRaises()})), st.builds(lambda: ValueError("\udcff")),
-    st.builds(lambda: list(range(1_000_000))), st.builds(lambda: {str(i): i for i in range(200_000)}),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.just(10**4000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    odd_text,
+    huge_text,
+    st.binary(max_size=64),
+    st.builds(ReprRaises),
+    st.builds(ReprReturnsNonStr),
+    st.builds(EqRaises),
+    st.builds(HugeRepr),
+    st.builds(lambda: BadMapping(a=1)),
+    st.builds(recursive_list),
+    st.builds(recursive_dict),
+    st.builds(lambda: frozenset({EqRaises(), EqRaises()})),
+    st.builds(lambda: ValueError("\udcff")),
+    st.builds(lambda: list(range(1_000_000))),
+    st.builds(lambda: {str(i): i for i in range(200_000)}),
+)
 hostile = st.recursive(
     hostile_leaf,
     lambda children: st.one_of(
@@ -103,9 +116,22 @@ def test_capture_is_json_safe_and_bounded(value: Any) -> None:
 
 
 SECRET_KEYS = [
-    "password", "PASSWORD", "api_key", "apiKey", "x-api-key", "Api Key", "client_secret", "Authorization",
-    "db_password", "accessToken", "refresh_token", "cookie", "privateKey", "private-key", "AWS_SECRET_ACCESS_KEY",
-]  # fmt: skip
+    "password",
+    "PASSWORD",
+    "api_key",
+    "apiKey",
+    "x-api-key",
+    "Api Key",
+    "client_secret",
+    "Authorization",
+    "db_password",
+    "accessToken",
+    "refresh_token",
+    "cookie",
+    "privateKey",
+    "private-key",
+    "AWS_SECRET_ACCESS_KEY",
+]
 SECRET_VALUES = ["Bearer abcdefghijklmnop", "sk-" + "a" * 32, "ghp_" + "b" * 36, "AKIA" + "C" * 16]
 
 
@@ -153,8 +179,14 @@ def test_positional_secret_argument_is_redacted() -> None:
 async def test_tool_records_hostile_arguments_and_results(kind: str, sqlite_store: openprogram.Store) -> None:
     # The tool gets the very objects it was passed and returns its result unchanged; the store keeps
     # bounded, valid captures of both, and every call is recorded.
-    args: list[Any] = [ReprRaises(), recursive_list(), "\ud800" * 100_000, {"password": "hunter2", "k": HugeRepr()},
-                       10**5000, list(range(500_000))]  # fmt: skip
+    args: list[Any] = [
+        ReprRaises(),
+        recursive_list(),
+        "\ud800" * 100_000,
+        {"password": "hunter2", "k": HugeRepr()},
+        10**5000,
+        list(range(500_000)),
+    ]
     received: list[Any] = []
 
     @openprogram.tool
@@ -197,13 +229,16 @@ async def _raise_odd(kind: str) -> None:
 
 VALID_ID = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}", fullmatch=True)
 BAD_IDS = st.one_of(
-    st.just(""), st.text(min_size=MAX_ID_LENGTH + 1, max_size=5000, alphabet=string.ascii_letters),
+    st.just(""),
+    st.text(min_size=MAX_ID_LENGTH + 1, max_size=5000, alphabet=string.ascii_letters),
     st.builds(lambda a, b: a + "/" + b, VALID_ID, st.text(max_size=5)),
-    st.builds(lambda a: "../" + a, VALID_ID), st.builds(lambda a: a + "\\x", VALID_ID),
+    st.builds(lambda a: "../" + a, VALID_ID),
+    st.builds(lambda a: a + "\\x", VALID_ID),
     st.builds(lambda a, c: a + c, VALID_ID, st.sampled_from(["\x00", "\n", "\r", "\x1b[31m", "\t", " ", "\u202e"])),
-    st.builds(lambda a: a + "\ud800", VALID_ID), st.builds(lambda a: "-" + a, VALID_ID),
+    st.builds(lambda a: a + "\ud800", VALID_ID),
+    st.builds(lambda a: "-" + a, VALID_ID),
     st.builds(lambda a: "." + a, VALID_ID),
-)  # fmt: skip
+)
 
 
 @SETTINGS

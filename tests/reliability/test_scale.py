@@ -9,7 +9,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _cli, _writer
+from openprogram import _cli, _recording
 from reliability_support import scaled
 
 from bench.reliability_workloads import record_wide_session, step
@@ -17,14 +17,14 @@ from bench.reliability_workloads import record_wide_session, step
 
 def test_queue_stays_bounded_when_recording_outruns_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     high_water = 5_000
-    monkeypatch.setattr(_writer, "QUEUE_HIGH_WATER", high_water)
+    monkeypatch.setattr(_recording.writer, "QUEUE_HIGH_WATER", high_water)
     store = openprogram.open_store(f"sqlite:///{tmp_path / 'bounded.db'}")
     seen: list[int] = []
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
-            seen.append(len(_writer.queue) // _writer.RECORD_WIDTH)
+            seen.append(len(_recording.queue) // _recording.RECORD_WIDTH)
             stop.wait(0.0005)
 
     sampler = threading.Thread(target=sample)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _recording
 from openprogram.stores.sqlite import SQLiteStore
 from reliability_faults import fill, read_only, small_filesystem
 from reliability_support import ROOT, WarningCounter
@@ -30,7 +30,7 @@ def _record(store: openprogram.Store, calls: int, tag: str = "f") -> str:
 def _wait_durable(deadline: float = 60.0) -> None:
     """Flush until the failing store has been retried successfully (back-off is 1 s, 2 s, 4 s...)."""
     end = time.monotonic() + deadline
-    for state in list(_writer._states.values()):  # retry now rather than after the back-off (test speed)
+    for state in list(_recording.writer._states.values()):  # retry now rather than after the back-off (test speed)
         state.retry_at = 0.0
     while not openprogram.flush():
         if time.monotonic() > end:
@@ -116,8 +116,12 @@ def test_locked_beyond_busy_timeout_then_recovery(tmp_path: Path, warnings_log: 
     assert openprogram.flush()
     store.close()
     store.busy_timeout_ms = 200  # this instance only: "beyond the busy timeout" in a fraction of a second
-    locker = subprocess.Popen([sys.executable, "-m", "bench.reliability_workloads", "locker", str(path), "3"],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    locker = subprocess.Popen(
+        [sys.executable, "-m", "bench.reliability_workloads", "locker", str(path), "3"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
         session_id = _record(store, 300)
@@ -134,7 +138,7 @@ def test_locked_beyond_busy_timeout_then_recovery(tmp_path: Path, warnings_log: 
 def test_backlog_past_the_memory_bound_is_spilled_and_imported(
     tmp_path: Path, warnings_log: WarningCounter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_writer, "MAX_PENDING_ROWS", 100)
+    monkeypatch.setattr(_recording.writer, "MAX_PENDING_ROWS", 100)
     directory = tmp_path / "spilling"
     with read_only(directory) as switch:
         switch.on()
@@ -165,8 +169,15 @@ def test_exit_with_an_unwritable_store_spills_everything(tmp_path: Path) -> None
         switch.on()
         url = f"sqlite:///{directory / 'never.db'}"
         env = dict(os.environ, OPENPROGRAM_HOME=str(home), PYTHONPATH=str(ROOT))
-        child = subprocess.run([sys.executable, "-m", "bench.reliability_workloads", "writer", url, "500", "c"],
-                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        child = subprocess.run(
+            [sys.executable, "-m", "bench.reliability_workloads", "writer", url, "500", "c"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         switch.off()
     assert child.returncode == 0, child.stderr
     result = json.loads(child.stdout.strip().splitlines()[-1])
@@ -191,8 +202,15 @@ def test_disk_full_by_file_size_limit_then_recovery(tmp_path: Path) -> None:
     """Disk full as any user: a child process whose RLIMIT_FSIZE stops the store file from growing."""
     url = f"sqlite:///{tmp_path / 'fsize.db'}"
     env = dict(os.environ, OPENPROGRAM_HOME=str(tmp_path / "fhome"), PYTHONPATH=str(ROOT))
-    child = subprocess.run([sys.executable, "-m", "bench.reliability_workloads", "fsize", url, "300"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "-m", "bench.reliability_workloads", "fsize", url, "300"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert child.returncode == 0, child.stderr
     result = json.loads(child.stdout.strip().splitlines()[-1])
     assert result == {"session_id": result["session_id"], "failed": True, "recovered": True}
@@ -215,13 +233,21 @@ def test_many_sessions_on_an_unusable_store_give_one_warning(tmp_path: Path) -> 
         "        leaf('m', str(n))\n"
         "print('agent finished', flush=True)\n"
     )
-    first = subprocess.run([sys.executable, "-c", code, url], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=120, check=True)  # fmt: skip
+    first = subprocess.run(
+        [sys.executable, "-c", code, url], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     assert "agent finished" in first.stdout and "openprogram:" not in first.stderr
     with read_only(directory) as switch:
         switch.on()
-        second = subprocess.run([sys.executable, "-c", code, url], cwd=ROOT, env=env, capture_output=True,
-                                text=True, timeout=120, check=False)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-c", code, url],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         switch.off()
     assert second.returncode == 0 and "agent finished" in second.stdout, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.startswith("openprogram:")]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _recording
 from openprogram.stores import Store
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
@@ -97,7 +97,7 @@ class Backends:
 
     @staticmethod
     def forget(store: Store) -> None:
-        _writer.discard_store(store)
+        _recording.discard_store(store)
         store.close()
         with openprogram.stores._lock:
             for key, value in list(openprogram.stores._open.items()):

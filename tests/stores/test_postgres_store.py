@@ -11,9 +11,9 @@ import time
 
 import openprogram
 import pytest
-from openprogram import _writer
+from openprogram import _recording
+from openprogram._cli import follow_up_lines
 from openprogram._cli import main as cli_main
-from openprogram._demo import follow_up_lines
 from openprogram.stores import StoreError
 from openprogram.stores import postgres as pg
 from store_support import (
@@ -232,14 +232,14 @@ def test_past_the_bound_records_spill_to_a_file_that_imports(
     proxy: TcpProxy, outage_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     caplog.set_level(logging.INFO, logger="openprogram")
-    monkeypatch.setattr(_writer, "MAX_PENDING_ROWS", 25)
+    monkeypatch.setattr(_recording.writer, "MAX_PENDING_ROWS", 25)
     with openprogram.session_context(store=outage_url) as h:
         for i in range(100):
             step(i)
             if i % 10 == 0:
                 openprogram.flush()  # several writer cycles during the outage
     assert not openprogram.flush()
-    spill_dir = _writer.spill_directory()
+    spill_dir = _recording.spill_directory()
     files = sorted(spill_dir.glob("*.jsonl"))
     assert len(files) == 1
     text = files[0].read_text()
@@ -271,12 +271,12 @@ def test_a_store_whose_whole_backlog_was_spilled_recovers(
 ) -> None:
     """Once everything went to the spill file, the writer must still notice the store came back."""
     caplog.set_level(logging.INFO, logger="openprogram")
-    monkeypatch.setattr(_writer, "MAX_PENDING_ROWS", 10)
+    monkeypatch.setattr(_recording.writer, "MAX_PENDING_ROWS", 10)
     with openprogram.session_context(store=outage_url) as h:
         for i in range(30):
             step(i)
     assert not openprogram.flush()
-    [spill] = _writer.spill_directory().glob("*.jsonl")
+    [spill] = _recording.spill_directory().glob("*.jsonl")
     assert spill.read_text().count('{"call":') == 31  # the whole backlog, nothing left in memory
     proxy.start()
     assert wait_for_flush(30)  # flush reports the store healthy again

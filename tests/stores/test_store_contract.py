@@ -13,8 +13,7 @@ import openprogram
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openprogram.stores import CallRow, CallRows, Store
-from openprogram.stores._base import HEARTBEAT_STALE_SECONDS
+from openprogram.stores import HEARTBEAT_STALE_SECONDS, CallRow, CallRows, Store
 
 
 def row(
@@ -49,7 +48,7 @@ def row(
 
 
 def live_owner() -> str:
-    return openprogram._ids.process_owner()
+    return openprogram._runtime.process_owner()
 
 
 def test_empty_store_reads(store: Store) -> None:
@@ -410,8 +409,18 @@ _chunk_shapes = st.fixed_dictionaries(
         "owner": _column("live", "elsewhere:2:y"),
     }
 )
-_ODD = {"turn": "t3", "parent": "p3", "kind": "llm", "name": "odd", "framework": "crewai", "inputs": "[]",
-        "output": '"y"', "error": "E", "attributes": "{}", "owner": "elsewhere:3:z"}  # fmt: skip
+_ODD = {
+    "turn": "t3",
+    "parent": "p3",
+    "kind": "llm",
+    "name": "odd",
+    "framework": "crewai",
+    "inputs": "[]",
+    "output": '"y"',
+    "error": "E",
+    "attributes": "{}",
+    "owner": "elsewhere:3:z",
+}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -439,13 +448,23 @@ def test_chunks_with_any_shared_columns_store_what_the_reference_keeps(
             started: float = float(n) if n % 3 else n  # an int start time binds like a float
             rows.append(
                 (
-                    f"{session}-{n:04d}", session, seed.choice(pools["turn"]), seed.choice(pools["parent"]),
-                    seed.choice(pools["kind"]), seed.choice(pools["name"]), seed.choice(pools["framework"]),
-                    status, seed.choice(pools["inputs"]), seed.choice(pools["output"]),
-                    seed.choice(pools["error"]), seed.choice(pools["attributes"]), started,
-                    None if status == "running" else seed.choice(pools["ended"]), owners[seed.choice(pools["owner"])],
+                    f"{session}-{n:04d}",
+                    session,
+                    seed.choice(pools["turn"]),
+                    seed.choice(pools["parent"]),
+                    seed.choice(pools["kind"]),
+                    seed.choice(pools["name"]),
+                    seed.choice(pools["framework"]),
+                    status,
+                    seed.choice(pools["inputs"]),
+                    seed.choice(pools["output"]),
+                    seed.choice(pools["error"]),
+                    seed.choice(pools["attributes"]),
+                    started,
+                    None if status == "running" else seed.choice(pools["ended"]),
+                    owners[seed.choice(pools["owner"])],
                 )
-            )  # fmt: skip
+            )
     sessions = [(session, "a", 1.0, 2.0)]
     store.write(sessions, CallRows(rows))
     reference.write(sessions, rows)
@@ -549,8 +568,23 @@ def test_nul_in_a_name_or_an_error_is_stored_escaped_and_blocks_nothing(store_ur
 
 
 def _model_row(call_id: str, attributes: str | None, session_id: str = "s1") -> CallRow:
-    return (call_id, session_id, "turn1", None, "llm", "gpt", None, "ok", '{"messages": []}', '{"content": "x"}',
-            None, attributes, 1.0, 2.0, "h:1:x")  # fmt: skip
+    return (
+        call_id,
+        session_id,
+        "turn1",
+        None,
+        "llm",
+        "gpt",
+        None,
+        "ok",
+        '{"messages": []}',
+        '{"content": "x"}',
+        None,
+        attributes,
+        1.0,
+        2.0,
+        "h:1:x",
+    )
 
 
 def test_a_session_lists_the_tokens_its_model_calls_report(store: Store) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openprogram
 import pytest
-from openprogram import _compensations, _no_session
+from openprogram import _sessions, _undo
 
 from tests.stores.store_support import Backends
 
@@ -48,10 +48,10 @@ def store(store_url: str) -> openprogram.Store:
 @pytest.fixture(autouse=True)
 def declared_here() -> Iterator[None]:
     """Compensations a test declares are forgotten after it; the no-session state is reset around it."""
-    saved = dict(_compensations._compensations)
-    _no_session.reset()
+    saved = dict(_undo.compensations._compensations)
+    _sessions.reset()
     yield
-    _no_session.reset()
+    _sessions.reset()
     openprogram.flush()
-    _compensations._compensations.clear()
-    _compensations._compensations.update(saved)
+    _undo.compensations._compensations.clear()
+    _undo.compensations._compensations.update(saved)

@@ -205,8 +205,9 @@ def test_tools_without_undo_never_wait_for_a_locked_store(stores: Any) -> None:
     assert plain_took < 0.5, f"100 calls of a tool without undo took {plain_took:.2f}s behind a locked store"
     assert waited
     assert [e.inputs for e in openprogram.undo(h.session_id, dry_run=True, store=store)] == [
-        {"title": "waits"}, {"title": "warm up"},
-    ]  # fmt: skip
+        {"title": "waits"},
+        {"title": "warm up"},
+    ]
 
 
 def test_dry_run_returns_the_plan_and_changes_nothing(store: Store) -> None:
@@ -360,8 +361,9 @@ def test_an_interrupted_call_is_of_unknown_outcome_and_undone_only_when_asked(st
 
     plan = openprogram.undo(h.session_id, dry_run=True, store=store)
     assert [(e.name, e.state, e.outcome_unknown) for e in plan] == [
-        ("send_email", "unknown", True), ("create_ticket", "applied", False),
-    ]  # fmt: skip
+        ("send_email", "unknown", True),
+        ("create_ticket", "applied", False),
+    ]
     with pytest.raises(openprogram.UndoError, match="unknown='undo'"):
         openprogram.undo(h.session_id, store=store)
     assert undone == [] and tickets.deleted == []
@@ -373,7 +375,7 @@ def test_an_interrupted_call_is_of_unknown_outcome_and_undone_only_when_asked(st
     openprogram.undo(h.session_id, unknown="undo", store=store)
     assert [(e.name, e.inputs, e.output, e.state) for e in undone] == [
         ("send_email", {"to": "ada@example.com"}, None, "unknown"),
-    ]  # fmt: skip
+    ]
     assert len(openprogram.undo(h.session_id, dry_run=True, store=store)) == 0
 
 
@@ -458,9 +460,9 @@ def test_no_compensation_in_this_process_stops_the_undo_before_anything_runs(sto
     with openprogram.session_context(store=store) as h:
         forgotten(1)
         create_ticket("a")
-    from openprogram import _compensations
+    from openprogram import _undo
 
-    del _compensations._compensations["forgotten"]  # as in a process that did not import the module declaring it
+    del _undo.compensations._compensations["forgotten"]  # as in a process that did not import the module declaring it
 
     with pytest.raises(openprogram.UndoError, match="no compensation is declared in this process for forgotten"):
         openprogram.undo(h.session_id, store=store)
@@ -486,7 +488,7 @@ def test_the_journal_of_an_unusable_store_never_stops_the_tool(caplog: pytest.Lo
 
 
 def test_an_outcome_the_store_did_not_take_is_read_from_the_call(caplog: pytest.LogCaptureFixture) -> None:
-    from openprogram._effects import write_outcomes
+    from openprogram._undo import write_outcomes
     from openprogram.stores.memory import MemoryStore
 
     class Forgetful(MemoryStore):

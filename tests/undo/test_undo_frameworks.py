@@ -20,8 +20,14 @@ from tests.support import calls
 
 # CrewAI reads these when it is imported (and writes under HOME): in place before any test imports it.
 _crewai_home = tempfile.mkdtemp(prefix="openprogram_undo_crewai_")
-os.environ.update({"HOME": _crewai_home, "XDG_DATA_HOME": f"{_crewai_home}/.local/share",
-                   "CREWAI_STORAGE_DIR": f"{_crewai_home}/storage", **CREWAI_OFFLINE_ENV})  # fmt: skip
+os.environ.update(
+    {
+        "HOME": _crewai_home,
+        "XDG_DATA_HOME": f"{_crewai_home}/.local/share",
+        "CREWAI_STORAGE_DIR": f"{_crewai_home}/storage",
+        **CREWAI_OFFLINE_ENV,
+    }
+)
 
 
 class Bookings:
@@ -93,16 +99,23 @@ def test_a_langchain_tool_in_a_langgraph_agent_is_undone_by_its_name(
         def _llm_type(self) -> str:
             return "scripted"
 
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> ChatResult:  # fmt: skip
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> ChatResult:
             turn = sum(1 for m in messages if isinstance(m, AIMessage))
             return ChatResult(generations=[ChatGeneration(message=self.replies[turn])])
 
     def asks(name: str, args: dict[str, str]) -> AIMessage:
         return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c-{name}", "type": "tool_call"}])
 
-    model = ScriptedModel(replies=[asks("book_room", {"room": "101"}), asks("book_taxi", {"to": "airport"}),
-                                   asks("book_room", {"room": "102"}), AIMessage("all booked")])  # fmt: skip
+    model = ScriptedModel(
+        replies=[
+            asks("book_room", {"room": "101"}),
+            asks("book_taxi", {"to": "airport"}),
+            asks("book_room", {"room": "102"}),
+            AIMessage("all booked"),
+        ]
+    )
     graph = StateGraph(MessagesState)
     graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
     graph.add_node("tools", ToolNode([book_room, book_taxi]))
@@ -159,8 +172,9 @@ def test_crewai_tools_are_undone_by_their_names(store: Store, instrument: Callab
     openprogram.register_undo("reserve_table", cancel(lambda e: f"table {e.inputs['table']}"))
     openprogram.register_undo("order_flowers", cancel(lambda e: f"flowers {e.inputs['kind']}"))
     llm = scripted_llm([("reserve_table", {"table": "7"}), ("order_flowers", {"kind": "tulips"})], final="set")
-    host = Agent(role="Host", goal="prepare dinner", backstory="offline", llm=llm, tools=[reserve_table,
-                                                                                          OrderFlowers()])  # fmt: skip
+    host = Agent(
+        role="Host", goal="prepare dinner", backstory="offline", llm=llm, tools=[reserve_table, OrderFlowers()]
+    )
     crew = Crew(agents=[host], tasks=[Task(description="prepare dinner", expected_output="text", agent=host)])
 
     with openprogram.session_context(store=store) as h:
@@ -171,8 +185,9 @@ def test_crewai_tools_are_undone_by_their_names(store: Store, instrument: Callab
 
     assert bookings.held == {} and bookings.released == ["flowers tulips", "table 7"]
     assert [(e.name, e.framework, e.inputs) for e in undone] == [
-        ("order_flowers", "crewai", {"kind": "tulips"}), ("reserve_table", "crewai", {"table": "7"}),
-    ]  # fmt: skip
+        ("order_flowers", "crewai", {"kind": "tulips"}),
+        ("reserve_table", "crewai", {"table": "7"}),
+    ]
     assert len(openprogram.undo(h.session_id, dry_run=True, store=store)) == 0
 
 

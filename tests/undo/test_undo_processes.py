@@ -90,14 +90,28 @@ class Program:
         return env
 
     def python(self, code: str, *args: str, stdin: str = "", **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=self.env(**extra),
-                              cwd=self.directory, input=stdin, capture_output=True, text=True, timeout=120,
-                              check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            env=self.env(**extra),
+            cwd=self.directory,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     def cli(self, *args: str, stdin: str = "", **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "openprogram", *args], env=self.env(**extra),
-                              cwd=self.directory, input=stdin, capture_output=True, text=True, timeout=120,
-                              check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "openprogram", *args],
+            env=self.env(**extra),
+            cwd=self.directory,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     def record(self, url: str, *items: str) -> tuple[str, str]:
         done = self.python(RECORD, url, *items)
@@ -119,8 +133,11 @@ def program(tmp_path: Path) -> Program:
 
 def test_effects_recorded_in_one_process_are_undone_in_another(shared_url: str, program: Program) -> None:
     session_id, _ = program.record(shared_url, "a", "b")
-    undo = program.python("import sys, openprogram, shop; print(len(openprogram.undo(sys.argv[1], store=sys.argv[2])))",
-                          session_id, shared_url)  # fmt: skip
+    undo = program.python(
+        "import sys, openprogram, shop; print(len(openprogram.undo(sys.argv[1], store=sys.argv[2])))",
+        session_id,
+        shared_url,
+    )
     assert undo.returncode == 0, undo.stderr
     assert undo.stdout.strip() == "2"
     assert program.cancelled() == ["b", "a"]
@@ -148,8 +165,9 @@ def test_the_cli_prints_the_plan_asks_and_undoes(shared_url: str, program: Progr
     assert missing.returncode == 1 and "no compensation declared" in missing.stdout
     assert "import the module that declares it" in missing.stderr and program.cancelled() == []
 
-    confirmed = program.cli("--store", shared_url, "undo", session_id, "--turn", turn_id, "--import", "shop",
-                            stdin="y\n")  # fmt: skip
+    confirmed = program.cli(
+        "--store", shared_url, "undo", session_id, "--turn", turn_id, "--import", "shop", stdin="y\n"
+    )
     assert confirmed.returncode == 0, confirmed.stderr
     assert confirmed.stdout.index("1. tool order") < confirmed.stdout.index("Undo these 2 effects?")
     assert "undid 2 effect(s) in turn" in confirmed.stdout and program.cancelled() == ["b", "a"]
@@ -182,11 +200,15 @@ def test_two_processes_racing_to_undo_compensate_each_effect_once(shared_url: st
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_sigkill_during_an_undoable_tool_leaves_an_effect_of_unknown_outcome(shared_url: str,
-                                                                             program: Program) -> None:  # fmt: skip
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RECORD), shared_url, "a", "b"],
-                             env=program.env(SHOP_HANG="b"), cwd=program.directory, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+def test_sigkill_during_an_undoable_tool_leaves_an_effect_of_unknown_outcome(shared_url: str, program: Program) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(RECORD), shared_url, "a", "b"],
+        env=program.env(SHOP_HANG="b"),
+        cwd=program.directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while "hanging" not in program.lines():
         assert child.poll() is None and time.monotonic() < deadline, child.communicate()
@@ -211,8 +233,9 @@ def test_sigkill_during_an_undoable_tool_leaves_an_effect_of_unknown_outcome(sha
     undone = program.cli("--store", shared_url, "undo", session_id, "--import", "shop", "--yes", "--unknown", "undo")
     assert undone.returncode == 0, undone.stderr
     assert [line.split()[:3] for line in program.lines() if line.startswith("cancel")] == [
-        ["cancel", "b", "unknown"], ["cancel", "a", "applied"],
-    ]  # fmt: skip
+        ["cancel", "b", "unknown"],
+        ["cancel", "a", "applied"],
+    ]
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -221,8 +244,14 @@ def test_an_undo_killed_mid_compensation_is_taken_over_with_the_same_idempotency
 ) -> None:
     session_id, _ = program.record(shared_url, "a", "b")
     undo = [sys.executable, "-m", "openprogram", "--store", shared_url, "undo", session_id, "--import", "shop", "--yes"]
-    killed = subprocess.Popen(undo, env=program.env(SHOP_HANG="cancel a"), cwd=program.directory,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    killed = subprocess.Popen(
+        undo,
+        env=program.env(SHOP_HANG="cancel a"),
+        cwd=program.directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not any(line.startswith("cancelling a") for line in program.lines()):
         assert killed.poll() is None and time.monotonic() < deadline, killed.communicate()
@@ -315,15 +344,19 @@ def test_a_version_1_postgres_schema_gains_the_journal_in_place(stores: Backends
         conn.execute("CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)")
         conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
         conn.execute("INSERT INTO sessions VALUES ('old', 'main', 1.0, 2.0)")
-        conn.execute("INSERT INTO calls VALUES ('c1', 'old', 't1', NULL, 'turn', 'main', NULL, 'ok', NULL, NULL, "
-                     "NULL, NULL, 1.0, 2.0, 'h')")  # fmt: skip
+        conn.execute(
+            "INSERT INTO calls VALUES ('c1', 'old', 't1', NULL, 'turn', 'main', NULL, 'ok', NULL, NULL, "
+            "NULL, NULL, 1.0, 2.0, 'h')"
+        )
 
     store = openprogram.open_store(url)
     assert [c.call_id for c in store.list_calls("old")] == ["c1"]
     with psycopg.connect(base, autocommit=True) as conn:
         version = conn.execute(f'SELECT value FROM "{schema}".meta WHERE key = %s', ("schema_version",)).fetchone()
-        tables = {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables "
-                                             "WHERE table_schema = %s", (schema,))}  # fmt: skip
+        tables = {
+            r[0]
+            for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
+        }
     assert version == (str(postgres.SCHEMA_VERSION),) and postgres.SCHEMA_VERSION == 2
     assert "effects" in tables
     assert _undo_one_order_in(url, "old") == ["order-new"]

@@ -17,8 +17,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram._viewer import make_server
-from openprogram._viewer_http import ViewerServer
+from openprogram._viewer import ViewerServer, make_server
 from openprogram.stores import Store
 
 from .viewer_support import (

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import openprogram
-from openprogram._ids import process_owner
+from openprogram._runtime import process_owner
 from openprogram._viewer import make_server
 from openprogram.stores import Store
 from selenium.webdriver.common.by import By
@@ -48,10 +48,40 @@ def _support_session(store: Store) -> str:
 
 def _running_session(store: Store) -> None:
     started = time.time() - 42
-    row = ("nightly-turn", "nightly-report", "nightly-turn", None, "turn", "main", None, "running", None, None,
-           None, None, started, None, process_owner())  # fmt: skip
-    graph = ("nightly-graph", "nightly-report", "nightly-turn", "nightly-turn", "graph", "report_pipeline",
-             "langgraph", "running", None, None, None, None, started + 0.01, None, process_owner())  # fmt: skip
+    row = (
+        "nightly-turn",
+        "nightly-report",
+        "nightly-turn",
+        None,
+        "turn",
+        "main",
+        None,
+        "running",
+        None,
+        None,
+        None,
+        None,
+        started,
+        None,
+        process_owner(),
+    )
+    graph = (
+        "nightly-graph",
+        "nightly-report",
+        "nightly-turn",
+        "nightly-turn",
+        "graph",
+        "report_pipeline",
+        "langgraph",
+        "running",
+        None,
+        None,
+        None,
+        None,
+        started + 0.01,
+        None,
+        process_owner(),
+    )
     store.write([("nightly-report", "scheduler", started, started)], [row, graph])
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openprogram._viewer_http import _json_bytes
+from openprogram._viewer import json_bytes
 from openprogram.stores import Store
 
 from .viewer_support import HOSTILE_NAME, Recorded, children_by_parent
@@ -207,6 +207,6 @@ def test_browsing_every_endpoint_writes_nothing_to_the_store(
 
 
 def test_captured_nan_and_lone_surrogates_still_make_valid_json() -> None:
-    text = _json_bytes({"value": float("nan"), "big": [float("inf")], "odd": "\ud800"}).decode("ascii")
+    text = json_bytes({"value": float("nan"), "big": [float("inf")], "odd": "\ud800"}).decode("ascii")
     assert json.loads(text) == {"value": "nan", "big": ["inf"], "odd": "\ud800"}
     assert "NaN" not in text and "Infinity" not in text

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import openprogram
-from openprogram._ids import process_owner
+from openprogram._runtime import process_owner
 from openprogram.stores import CallRow, Store
 from selenium.webdriver.common.by import By
 

@@ -10,10 +10,8 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram._ids import process_owner
-from openprogram._viewer_cache import TreeCache
-from openprogram._viewer_lookup import find_captures
-from openprogram._viewer_tree import SessionTree
+from openprogram._runtime import process_owner
+from openprogram._viewer import SessionTree, TreeCache, find_captures
 from openprogram.stores import CallRow, Store
 from openprogram.stores.memory import MemoryStore
 

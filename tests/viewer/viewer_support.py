@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import openprogram
-from openprogram._ids import process_owner
+from openprogram._runtime import process_owner
 from openprogram.stores import CallRows, Store
 
 FRAMEWORKS = ("langgraph", "crewai", "semantic_kernel", "pydantic_ai", "openai_agents")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import openprogram
-import openprogram._guard
+import openprogram._runtime
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -444,7 +444,7 @@ class UnreadableModel(OpenAIStyleChatModel):
 def test_a_reply_the_adapter_cannot_read_is_logged_once_and_its_call_still_ends(
     store: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    openprogram._guard.forget_logged()  # each failure is logged once per process
+    openprogram._runtime.forget_logged()  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     model = UnreadableModel(replies=[AIMessage("fine")])
     with openprogram.session_context(store=store) as h:

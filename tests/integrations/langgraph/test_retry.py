@@ -10,7 +10,7 @@ from typing import Any
 
 import langgraph.errors
 import openprogram
-import openprogram._guard
+import openprogram._runtime
 import pytest
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
@@ -314,7 +314,7 @@ def test_per_attempt_instrumentation_errors_are_logged_once_never_raised(
         raise RuntimeError("bug in the adapter")
 
     monkeypatch.setattr(adapter, "_node_output", failing)
-    openprogram._guard.forget_logged()  # each failure is logged once per process
+    openprogram._runtime.forget_logged()  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     raised: list[Flaky] = []
     with openprogram.session_context(store=store) as h:

@@ -6,8 +6,8 @@ import logging
 from typing import Annotated, Any
 
 import openprogram
-import openprogram._guard
-import openprogram._integration
+import openprogram._instrumentation
+import openprogram._runtime
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -234,7 +234,7 @@ def test_instrumentation_errors_are_logged_never_raised(
     monkeypatch.setattr(adapter, "_node_output", failing)
     monkeypatch.setattr(adapter, "_GraphStart", failing)
     monkeypatch.setattr(adapter, "_tool_inputs", failing)
-    openprogram._guard.forget_logged()  # each failure is logged once per process
+    openprogram._runtime.forget_logged()  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     model = scripted_model(tool_calls(("add", {"a": 1, "b": 2})), AIMessage("done"))
     from lg_fakes import add

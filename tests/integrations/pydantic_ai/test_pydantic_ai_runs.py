@@ -312,7 +312,7 @@ def test_content_off_keeps_calls_models_and_usage_and_drops_what_was_said(
 def test_a_failure_of_the_adapter_is_logged_once_and_never_reaches_the_agent(
     store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from openprogram._guard import forget_logged
+    from openprogram._runtime import forget_logged
     from openprogram.integrations import pydantic_ai as adapter
 
     def broken(*args: Any) -> Any:

@@ -1,0 +1,18 @@
+"""The ``openprogram`` command.
+
+- ``main``: the parser and the commands (``sessions``, ``show``, ``demo``, ``import``, ``export``, ``undo``, ``ui``);
+- ``sessions``: the table ``openprogram sessions`` prints;
+- ``tree``: the call tree ``openprogram show`` draws;
+- ``undo``: ``openprogram undo``, its plan and confirmation;
+- ``export``: ``openprogram export otlp``;
+- ``demo``: ``openprogram demo``, offline agents on every installed framework.
+"""
+
+from __future__ import annotations
+
+from .demo import follow_up_lines
+from .export import row_of
+from .main import build_parser, main
+from .tree import render_tree
+
+__all__ = ["build_parser", "follow_up_lines", "main", "render_tree", "row_of"]

@@ -1,0 +1,128 @@
+"""``openprogram demo``: offline agents on every installed framework, recorded in one session."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import shlex
+import time
+from typing import TextIO
+
+from openprogram.integrations import DEMOS
+
+from .._calls import tool
+from .._instrumentation import instrument
+from .._recording import flush
+from .._runtime import ContextThreadPoolExecutor
+from .._sessions import session_context
+from ..stores import Store, describe_store, is_default_store, safe_url
+
+__all__ = ["follow_up_lines", "run_demo"]
+
+logger = logging.getLogger("openprogram")
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up in a tiny offline encyclopedia."""
+    facts = {
+        "sessions": "sessions are durable records of an agent's calls",
+        "context": "context variables follow threads and tasks when copied",
+    }
+    return facts.get(topic, f"nothing known about {topic}")
+
+
+@tool
+async def fetch(topic: str) -> str:
+    """Pretend to fetch a page about ``topic`` (async)."""
+    await asyncio.sleep(0.001)
+    return lookup(topic)
+
+
+@tool
+def summarize(notes: dict[str, str]) -> str:
+    """Summarise notes by topic, double-checking each topic in a worker thread."""
+
+    def checked(topic: str) -> str:
+        note = notes[topic]
+        return note if lookup(topic) == note else f"{note} (unconfirmed)"
+
+    with ContextThreadPoolExecutor(max_workers=2) as pool:
+        return "; ".join(pool.map(checked, notes))
+
+
+@tool
+async def research(question: str) -> str:
+    """The plain-Python agent: concurrent async fetches, then a threaded summary."""
+    topics = ("sessions", "context")
+    pages = await asyncio.gather(*(fetch(t) for t in topics))
+    return await asyncio.to_thread(summarize, dict(zip(topics, pages, strict=True)))
+
+
+def _store_words(store: Store) -> tuple[str, bool]:
+    """``--store URL `` reaching ``store`` from a shell (empty for the default store); whether a password is masked."""
+    if is_default_store(store):
+        return "", False
+    url: str = getattr(store, "connect_url", store.url)  # a PostgreSQL store's URL as given
+    if store.url.startswith("sqlite:///"):
+        path = store.url[len("sqlite:///") :]
+        url = store.url if "://" in path else path  # a bare path reads better; one holding "://" would read as a URL
+    shown = safe_url(url)
+    return f"--store {shlex.quote(shown)} ", shown != url
+
+
+def follow_up_lines(store: Store, session_id: str) -> list[str]:
+    """The demo's last lines: the commands that show and continue ``session_id``, as a person can paste them."""
+    if store.url.startswith("memory:"):
+        return ["see it:      not after this process: a memory:// store is gone when it exits"]
+    words, masked = _store_words(store)
+    lines = [
+        f"see it:      openprogram {words}show {session_id}",
+        f"continue it: openprogram {words}demo --session {session_id}",
+    ]
+    if masked:
+        lines.append("note:        the password is shown as ***: put it back, or set OPENPROGRAM_STORE to the URL")
+    return lines
+
+
+def _prepare_demos() -> None:
+    """Call each demo module's optional ``prepare()`` before ``instrument()`` imports its framework.
+
+    A framework may read its environment at import time (CrewAI: telemetry and
+    tracing switches); a demo can only keep it offline if it sets it first.
+    """
+    for module_name in DEMOS.values():
+        try:
+            module = importlib.import_module(module_name)
+            prepare = getattr(module, "prepare", None)
+            if callable(prepare):
+                prepare()
+        except Exception:
+            logger.debug("openprogram: demo %s not prepared", module_name, exc_info=True)
+
+
+def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
+    """Run every available demo in one session; print its id and how to continue it."""
+
+    def emit(line: str) -> None:
+        out.write(line + "\n")
+
+    _prepare_demos()
+    enabled = instrument()
+    started = time.perf_counter()
+    with session_context(session_id, store=store, runtime="cli-demo") as handle:
+        emit(f"{'continuing' if not handle.created else 'new'} session {handle.session_id}, turn {handle.turn_id}")
+        answer = asyncio.run(research("what is a session?"))
+        emit(f"plain python: {answer}")
+        for name, module_name in DEMOS.items():
+            if name not in enabled:
+                emit(f"{name}: skipped (not installed)")
+                continue
+            module = importlib.import_module(module_name)
+            module.run_demo(emit)
+    flush()
+    emit(f"recorded in {describe_store(store)} ({time.perf_counter() - started:.2f}s)")
+    for line in follow_up_lines(store, handle.session_id):
+        emit(line)
+    return 0

@@ -1,0 +1,346 @@
+"""The call tree ``openprogram show`` draws, from stored rows.
+
+Turns and top-level runs are never folded; past the line limit the newest turns are
+drawn whole and the oldest left out, so the run just made is always on screen.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import json
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, Protocol, TextIO
+
+from ..stores import tokens_of
+
+__all__ = ["COLLAPSE_AFTER", "MAX_LINES", "NEVER_FOLDED", "Drawable", "Tokens", "render_tree", "usage_of", "when"]
+
+#: Runs of more than this many alike siblings (same kind, name and status) are folded.
+COLLAPSE_AFTER = 4
+#: ``show`` draws at most this many lines unless told otherwise.
+MAX_LINES = 2000
+#: Kinds of call never folded: each is a turn or a run someone asked for, and the newest matters most.
+NEVER_FOLDED = frozenset({"turn", "agent", "graph", "crew", "flow"})
+
+_ERROR_TEXT = 200  # characters of an error message drawn on a line
+# What an exception recorded without a message means to someone reading the tree.
+_MESSAGELESS = {
+    "GeneratorExit": "abandoned: the consumer stopped reading",
+    "CancelledError": "cancelled",
+    "KeyboardInterrupt": "interrupted by Ctrl-C",
+}
+_BARE_ERROR = re.compile(r"([\w.]+):?")
+
+
+def when(ts: float) -> str:
+    """A timestamp as local date and time, to the second."""
+    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def seconds(d: float) -> str:
+    """A duration, in ms below a second."""
+    return f"{d * 1000:.1f}ms" if d < 1 else f"{d:.2f}s"
+
+
+class Drawable(Protocol):
+    """What a tree line needs of a call: a stored row (``StoredRow``) or a ``CallRecord``."""
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def turn_id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def framework(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def duration(self) -> float | None: ...
+
+
+class Tokens(NamedTuple):
+    """Tokens reported by model calls: input, output and total."""
+
+    input: int = 0
+    output: int = 0
+    total: int = 0
+
+    def __add__(self, other: object) -> Tokens:
+        if not isinstance(other, Tokens):
+            return NotImplemented
+        return Tokens(self.input + other.input, self.output + other.output, self.total + other.total)
+
+    def describe(self) -> str:
+        return f"tokens {self.total} (in {self.input}, out {self.output})"
+
+
+def _attributes(call: Drawable) -> dict[str, Any] | None:
+    """A call's attributes (JSON text in a tree row, a dict in a record), or None."""
+    found = getattr(call, "attributes", None)
+    if isinstance(found, str):
+        try:
+            found = json.loads(found)
+        except ValueError:
+            return None
+    return found if isinstance(found, dict) else None
+
+
+def usage_of(call: Drawable) -> Tokens | None:
+    """The token usage an ``llm`` call's attributes report, or None."""
+    found = _attributes(call) if call.kind == "llm" else None
+    usage = found.get("usage") if found else None
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(key) for key in ("input_tokens", "output_tokens")]
+    entered, produced = (value if isinstance(value, int) else 0 for value in counts)
+    return Tokens(entered, produced, tokens_of({"usage": usage}))
+
+
+def _error_text(error: str) -> str:
+    first = (error.strip().splitlines() or [""])[0][:_ERROR_TEXT]
+    bare = _BARE_ERROR.fullmatch(first)
+    if not first:
+        return "an error with no message"
+    if bare is None:
+        return first
+    name = bare.group(1).rpartition(".")[2]
+    return _MESSAGELESS.get(name, f"{name} (no message)")
+
+
+class _Fold(NamedTuple):
+    """Alike siblings drawn as one line."""
+
+    kind: str
+    name: str
+    status: str
+    hidden: int
+    total: float
+    nested: int
+
+    def text(self) -> str:
+        note = f", {self.nested} nested calls" if self.nested else ""
+        return (
+            f"... {self.hidden} more {self.kind} {self.name} [{self.status}] ({self.total * 1000:.1f}ms in all{note})"
+        )
+
+
+class _Line(NamedTuple):
+    item: Drawable | _Fold
+    prefix: str
+    last: bool
+
+
+def _weight(line: _Line) -> int:
+    """Calls a line stands for."""
+    item = line.item
+    return item.hidden + item.nested if isinstance(item, _Fold) else 1
+
+
+class _Tree:
+    def __init__(self, calls: Iterable[Drawable]) -> None:
+        ordered = list(calls)
+        ids = {call.call_id for call in ordered}
+        self.children: dict[str | None, list[Drawable]] = {}
+        for call in ordered:
+            parent = call.parent_id if call.parent_id in ids else None
+            self.children.setdefault(parent, []).append(call)
+        self.roots = self.children.get(None, [])
+        self.below = self._subtree_sizes()
+        self.tokens = self._tokens_by_call(ordered)
+        turns = [call.call_id for call in self.roots if call.kind == "turn"]
+        self.turn_number = {call_id: n for n, call_id in enumerate(turns, 1)}
+        self.turn_count = len(turns)
+
+    def _tokens_by_call(self, ordered: list[Drawable]) -> dict[str, Tokens]:
+        """Each ``llm`` call's usage, and for every call the sum of the usage reported below it."""
+        totals: dict[str, Tokens] = {}
+        parents = {kid.call_id: parent for parent, kids in self.children.items() for kid in kids}
+        for call in ordered:
+            usage = usage_of(call)
+            if usage is None:
+                continue
+            totals[call.call_id] = usage
+            parent = parents.get(call.call_id)
+            while parent is not None:  # a model call's usage counts for every call above it
+                totals[parent] = totals.get(parent, Tokens()) + usage
+                parent = parents.get(parent)
+        return totals
+
+    def _subtree_sizes(self) -> dict[str, int]:
+        """Number of calls below each call, in one pass."""
+        order: list[str] = []
+        todo = [c.call_id for c in self.roots]
+        get_kids = self.children.get
+        while todo:
+            call_id = todo.pop()
+            order.append(call_id)
+            todo.extend(k.call_id for k in get_kids(call_id, ()))
+        sizes: dict[str, int] = {}
+        for call_id in reversed(order):  # children before parents
+            kids = get_kids(call_id)
+            if kids:
+                sizes[call_id] = len(kids) + sum(sizes.get(k.call_id, 0) for k in kids)
+        return sizes
+
+    def size(self, call: Drawable) -> int:
+        """The call and every call below it."""
+        return 1 + self.below.get(call.call_id, 0)
+
+    def groups(self, parent_id: str, unfold: bool) -> list[Drawable | _Fold]:
+        """A call's children as drawn: long runs of alike leaf-ish siblings folded, the newest kept."""
+        kids = self.children.get(parent_id, [])
+        if unfold:
+            return list(kids)
+        groups: list[Drawable | _Fold] = []
+        i = 0
+        while i < len(kids):
+            key = (kids[i].kind, kids[i].name, kids[i].status)
+            j = i
+            while j + 1 < len(kids) and (kids[j + 1].kind, kids[j + 1].name, kids[j + 1].status) == key:
+                j += 1
+            if j - i + 1 > COLLAPSE_AFTER and key[0] not in NEVER_FOLDED:
+                hidden = kids[i + 2 : j]
+                total = sum(c.duration or 0.0 for c in hidden)
+                nested = sum(self.below.get(c.call_id, 0) for c in hidden)
+                groups.extend([kids[i], kids[i + 1], _Fold(*key, len(hidden), total, nested), kids[j]])
+            else:
+                groups.extend(kids[i : j + 1])
+            i = j + 1
+        return groups
+
+    def walk(self, root: Drawable, last: bool, unfold: bool) -> Iterator[_Line]:
+        """The lines of one root's subtree, top-down."""
+        stack = [_Line(root, "", last)]
+        while stack:
+            line = stack.pop()
+            yield line
+            if isinstance(line.item, _Fold):
+                continue
+            groups = self.groups(line.item.call_id, unfold)
+            prefix = line.prefix + ("    " if line.last else "|   ")
+            stack.extend(_Line(groups[n], prefix, n == len(groups) - 1) for n in range(len(groups) - 1, -1, -1))
+
+
+class _Labeller:
+    def __init__(self, tree: _Tree, now: float) -> None:
+        self.tree, self.now = tree, now
+
+    def duration(self, call: Drawable) -> str:
+        d = call.duration
+        if d is not None:
+            return seconds(d)
+        if call.status == "running":
+            return f"{seconds(max(0.0, self.now - call.started_at))} so far"
+        return "-"
+
+    def where(self, call: Drawable, root: Drawable) -> str:
+        """A root's place among the turns and its wall-clock start; any other call's offset into its turn."""
+        if call is not root:
+            text = f"at {call.started_at - root.started_at:+.3f}s"
+            return f"{text} · id {call.turn_id}" if call.kind == "turn" else text
+        number = self.tree.turn_number.get(call.call_id)
+        if number is None:
+            return f"started {when(call.started_at)}"
+        return f"turn {number} of {self.tree.turn_count} · {when(call.started_at)} · id {call.turn_id}"
+
+    def label(self, call: Drawable, root: Drawable) -> str:
+        fw = f" ({call.framework})" if call.framework else ""
+        text = f"{call.kind} {call.name}{fw} [{call.status}] {self.duration(call)}  {self.where(call, root)}"
+        attributes = _attributes(call)
+        attempt = attributes.get("attempt") if attributes else None
+        if isinstance(attempt, int) and not isinstance(attempt, bool):
+            text += f"  attempt {attempt}"
+        tokens = self.tree.tokens.get(call.call_id) if call.kind in ("turn", "llm") else None
+        if tokens is not None and (tokens.total or call.kind == "llm"):
+            text += f"  {tokens.describe()}"
+        effect = attributes.get("effect") if attributes and call.kind != "llm" else None
+        if effect:  # an undoable call's or turn's "effect": "undoable", "undone", "outcome unknown", ...
+            text += f"  ({effect})"
+        if call.error is not None:
+            text += f"  !! {_error_text(call.error)}"
+        return text
+
+
+def render_tree(
+    calls: Iterable[Drawable],
+    out: TextIO,
+    max_lines: int = MAX_LINES,
+    *,
+    unfold: bool = False,
+    now: float | None = None,
+) -> int:
+    """Draw the call tree; returns the lines written.
+
+    Past ``max_lines`` the oldest turns are left out (one line says how many), and a newest
+    turn too long alone is cut (one line says how much is left). ``unfold`` folds nothing and
+    draws every line; ``now`` is the time running calls have run until.
+    """
+    tree = _Tree(calls)
+    labeller = _Labeller(tree, time.time() if now is None else now)
+    roots = tree.roots
+    kept: list[tuple[Drawable, list[_Line]]] = []
+    cut: Iterator[_Line] | None = None
+    budget = sys.maxsize - 1 if unfold else max(1, max_lines)
+    for index in range(len(roots) - 1, -1, -1):  # newest first
+        walked = tree.walk(roots[index], index == len(roots) - 1, unfold)
+        lines = list(itertools.islice(walked, budget + 1))
+        if len(lines) > budget:
+            if not kept:  # the newest turn alone is too long: its head, then what is left
+                kept.append((roots[index], lines[:budget]))
+                cut = itertools.chain(lines[budget:], walked)
+            break
+        kept.append((roots[index], lines))
+        budget -= len(lines)
+    left_out = roots[: len(roots) - len(kept)]
+    if left_out and sum(len(lines) for _, lines in kept) >= max_lines:  # room for the note
+        if len(kept) > 1:
+            left_out = roots[: len(roots) - len(kept) + 1]
+            kept.pop()
+        else:
+            root, lines = kept[0]
+            cut = itertools.chain(lines[-1:], cut or ())
+            kept[0] = (root, lines[:-1])
+    written = 0
+    if left_out:
+        out.write(_left_out_note(tree, left_out))
+        written += 1
+    for root, lines in reversed(kept):
+        for line in lines:
+            branch = "`-- " if line.last else "|-- "
+            item = line.item
+            text = item.text() if isinstance(item, _Fold) else labeller.label(item, root)
+            out.write(f"{line.prefix}{branch}{text}\n")
+        written += len(lines)
+    if cut is not None:
+        more_lines = more_calls = 0
+        for line in cut:
+            more_lines += 1
+            more_calls += _weight(line)
+        out.write(
+            f"... output stopped after {written} lines: {more_lines} more lines ({more_calls} calls) not shown; "
+            "use --all to see everything, or --json\n"
+        )
+        written += 1
+    return written
+
+
+def _left_out_note(tree: _Tree, left_out: list[Drawable]) -> str:
+    turns = sum(1 for root in left_out if root.kind == "turn")
+    others = len(left_out) - turns
+    parts = [f"{turns} earlier turn{'s' * (turns != 1)}"] if turns else []
+    parts += [f"{others} earlier top-level call{'s' * (others != 1)}"] if others else []
+    calls = sum(map(tree.size, left_out))
+    return f"... {' and '.join(parts)} ({calls} calls) left out; see them with --all (or a larger --max-lines)\n"

@@ -1,0 +1,102 @@
+"""``openprogram undo SESSION_ID [--turn TURN_ID] [--dry-run] [--import MODULE] [--unknown stop|undo|skip] [--yes]``.
+
+The modules named by ``--import`` declare the compensations (they are imported as the program
+that recorded the session imports them). The plan is printed before anything runs, and the
+undo asks for confirmation unless ``--yes`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import TextIO
+
+from .._runtime import UndoError, validate_session_id
+from .._undo import Effect, compensation_for, describe_effect, undo
+from ..stores import Store, describe_store
+
+__all__ = ["run"]
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _line(effect: Effect) -> str:
+    text = describe_effect(effect)
+    if effect.kind == "file":
+        meta = effect.inputs if isinstance(effect.inputs, dict) else {}
+        text += "  restore it" if meta.get("type") != "absent" else "  remove it (it did not exist)"
+    else:
+        text += f"  inputs {_short(effect.inputs)}"
+        if effect.state == "applied":
+            text += f"  output {_short(effect.output)}"
+    if effect.state == "unknown":
+        text += "  OUTCOME UNKNOWN: it was interrupted, or its process died, mid-call"
+    elif effect.state == "undoing":
+        text += "  being undone by another process"
+    elif effect.state == "interrupted":
+        text += "  an earlier undo of it was interrupted: it is retried"
+    if effect.kind != "file" and compensation_for(effect.name) is None:
+        text += "  !! no compensation declared (--import the module that declares it)"
+    return text
+
+
+def _confirm(count: int, out: TextIO) -> bool:
+    out.write(f"Undo {'this effect' if count == 1 else f'these {count} effects'}? [y/N] ")
+    out.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    """Print the plan, confirm, undo; the exit status."""
+    session_id = validate_session_id(args.session_id)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: --import finds the program's own modules
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            sys.stderr.write(f"openprogram: cannot import {module!r}: {exc}\n")
+            return 2
+    if store.get_session(session_id) is None:
+        sys.stderr.write(f"openprogram: no session {session_id!r} in {describe_store(store)}\n")
+        return 1
+    plan = undo(session_id, args.turn_id, dry_run=True, store=store)
+    scope = f"turn {args.turn_id}" if args.turn_id else "the whole session"
+    if plan.running:
+        out.write(
+            f"{len(plan.running)} effect(s) of calls still running are not planned: "
+            f"{', '.join(describe_effect(e) for e in plan.running)}\n"
+        )
+    if not plan:
+        out.write(f"nothing to undo in {scope} of session {session_id}\n")
+        return 0
+    out.write(f"undo plan for {scope} of session {session_id}: {len(plan)} effect(s), newest first\n")
+    for n, effect in enumerate(plan, 1):
+        out.write(f"  {n}. {_line(effect)}\n")
+    if args.dry_run:
+        return 0
+    if not args.yes and not _confirm(len(plan), out):
+        out.write("nothing was undone\n")
+        return 1
+    try:
+        done = undo(session_id, args.turn_id, unknown=args.unknown, store=store)
+    except UndoError as exc:
+        if exc.done:
+            out.write(f"undid {len(exc.done)} effect(s) before stopping\n")
+        sys.stderr.write(f"openprogram: undo stopped: {exc}\n")
+        return 1
+    if not done:
+        out.write("nothing was undone\n")
+        return 0
+    out.write(
+        f"undid {len(done)} effect(s) in turn {done.undo_turn_id} of session {session_id} "
+        f"(`openprogram show {session_id}` shows them)\n"
+    )
+    return 0

@@ -1,0 +1,32 @@
+"""OTLP export: recorded calls as OpenTelemetry spans, sent with the official exporter (``openprogram[otlp]``).
+
+- ``spans``: recorded calls as finished spans, one trace per turn, one span per call;
+- ``sender``: sending spans over OTLP/HTTP, and describing why a send failed;
+- ``live``: live export, every call its store has written sent from one background thread.
+"""
+
+from __future__ import annotations
+
+from . import live
+from .live import BATCH_DELAY, EXIT_SECONDS, export_choice, flush_export, set_export
+from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, traces_endpoint
+from .spans import default_resource, span_id_of, spans_of, trace_id_of
+
+__all__ = [
+    "BATCH_DELAY",
+    "EXIT_SECONDS",
+    "INSTALL_HINT",
+    "MAX_BATCH",
+    "Sender",
+    "default_resource",
+    "describe_failure",
+    "export_choice",
+    "flush_export",
+    "live",
+    "require_otlp",
+    "set_export",
+    "span_id_of",
+    "spans_of",
+    "trace_id_of",
+    "traces_endpoint",
+]

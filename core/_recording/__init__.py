@@ -1,0 +1,110 @@
+"""The record path: which session and call are current, a call's record, and its way into a store.
+
+- ``context``: the context variables (the current session and call) and the session handle;
+- ``record``: the call record, one tuple per call: its layout, where it waits, how it begins and ends;
+- ``writer``: the background writer that encodes records off the hot path and writes them to stores;
+- ``spill``: records written aside while a store is unavailable, and loading them back.
+"""
+
+from __future__ import annotations
+
+from . import record, writer  # the modules too, for the writer's state and white-box tests of the layout
+from .context import (
+    NoSessionError,
+    SessionHandle,
+    call_var,
+    current_call_id,
+    get_current_session,
+    require_current_session,
+    reset_var,
+    session_var,
+)
+from .record import (
+    ARGS,
+    ATTRIBUTES,
+    CALL_ID,
+    ENDED_AT,
+    ERROR,
+    FIELDS,
+    FRAMEWORK,
+    KIND,
+    KWARGS,
+    NAME,
+    NAMES,
+    OUTPUT,
+    PARENT,
+    RECORD_WIDTH,
+    SESSION,
+    START_WIDTH,
+    STARTED_AT,
+    STATUS,
+    begin_call,
+    describe_error,
+    end_call,
+    inflight,
+    queue,
+    register_control_flow,
+    status_of,
+)
+from .spill import load_spill
+from .writer import (
+    INTERVAL,
+    discard_store,
+    enqueue,
+    ensure_started,
+    flush,
+    flush_async,
+    flush_store,
+    on_calls_written,
+    on_exit,
+    spill_directory,
+)
+
+__all__ = [
+    "ARGS",
+    "ATTRIBUTES",
+    "CALL_ID",
+    "ENDED_AT",
+    "ERROR",
+    "FIELDS",
+    "FRAMEWORK",
+    "INTERVAL",
+    "KIND",
+    "KWARGS",
+    "NAME",
+    "NAMES",
+    "OUTPUT",
+    "PARENT",
+    "RECORD_WIDTH",
+    "SESSION",
+    "STARTED_AT",
+    "START_WIDTH",
+    "STATUS",
+    "NoSessionError",
+    "SessionHandle",
+    "begin_call",
+    "call_var",
+    "current_call_id",
+    "describe_error",
+    "discard_store",
+    "end_call",
+    "enqueue",
+    "ensure_started",
+    "flush",
+    "flush_async",
+    "flush_store",
+    "get_current_session",
+    "inflight",
+    "load_spill",
+    "on_calls_written",
+    "on_exit",
+    "queue",
+    "record",
+    "register_control_flow",
+    "require_current_session",
+    "reset_var",
+    "session_var",
+    "spill_directory",
+    "status_of",
+    "writer",
+]
