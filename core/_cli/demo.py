@@ -9,8 +9,6 @@ import shlex
 import time
 from typing import TextIO
 
-from openprogram.integrations import DEMOS
-
 from .._calls import tool
 from .._instrumentation import instrument
 from .._recording import flush
@@ -92,6 +90,8 @@ def _prepare_demos() -> None:
     A framework may read its environment at import time (CrewAI: telemetry and
     tracing switches); a demo can only keep it offline if it sets it first.
     """
+    from openprogram.integrations import DEMOS
+
     for module_name in DEMOS.values():
         try:
             module = importlib.import_module(module_name)
@@ -115,6 +115,8 @@ def run_demo(store: Store, session_id: str | None, out: TextIO) -> int:
         emit(f"{'continuing' if not handle.created else 'new'} session {handle.session_id}, turn {handle.turn_id}")
         answer = asyncio.run(research("what is a session?"))
         emit(f"plain python: {answer}")
+        from openprogram.integrations import DEMOS
+
         for name, module_name in DEMOS.items():
             if name not in enabled:
                 emit(f"{name}: skipped (not installed)")

@@ -11,11 +11,9 @@ import importlib
 import logging
 import threading
 
-from openprogram.integrations import ALIASES, INTEGRATIONS
-
 from .integration import DidNotEnable, Integration
 
-__all__ = ["INTEGRATIONS", "DidNotEnable", "Integration", "instrument", "instrumented", "uninstrument"]
+__all__ = ["instrument", "instrumented", "uninstrument"]
 
 logger = logging.getLogger("openprogram")
 
@@ -24,8 +22,16 @@ _lock = threading.RLock()
 _armed: dict[str, Integration] = {}
 
 
+def _registry() -> tuple[dict[str, str], dict[str, str]]:
+    """The adapters' import strings and the other spellings of their names, read when first needed:
+    importing openprogram imports nothing of ``openprogram.integrations``."""
+    from openprogram.integrations import ALIASES, INTEGRATIONS
+
+    return INTEGRATIONS, ALIASES
+
+
 def _load(name: str) -> Integration:
-    module_name, _, attr = INTEGRATIONS[name].partition(":")
+    module_name, _, attr = _registry()[0][name].partition(":")
     cls: type[Integration] = getattr(importlib.import_module(module_name), attr)
     return cls()
 
@@ -39,6 +45,7 @@ def instrument(*names: str) -> set[str]:
     :class:`DidNotEnable` with the install hint. Calling it again wraps nothing twice.
     """
     explicit = bool(names)
+    INTEGRATIONS, ALIASES = _registry()
     wanted = [ALIASES.get(name, name) for name in names] or list(INTEGRATIONS)
     for name in wanted:
         if name not in INTEGRATIONS:
@@ -71,9 +78,10 @@ def instrument(*names: str) -> set[str]:
 
 def uninstrument(*names: str) -> None:
     """Disable adapters (all by default), cancel the ones still waiting, and restore the frameworks. Idempotent."""
+    aliases = _registry()[1]
     with _lock:
         for name in names or tuple(_armed):
-            integration = _armed.pop(ALIASES.get(name, name), None)
+            integration = _armed.pop(aliases.get(name, name), None)
             if integration is not None:
                 integration.disable()
 
