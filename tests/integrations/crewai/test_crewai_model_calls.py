@@ -20,7 +20,7 @@ from crewai.llms.providers.openai.completion import OpenAICompletion
 from crewai.tools import tool
 from helpers import parent_of
 from openprogram._kit import ORIGINAL
-from openprogram.integrations.crewai_fakes import answer_offline, openai_llm, scripted_llm
+from openprogram.integrations.crewai.fakes import answer_offline, openai_llm, scripted_llm
 from openprogram.stores import Store
 from pydantic import BaseModel
 

@@ -23,7 +23,7 @@ from crewai.hooks import clear_after_tool_call_hooks
 from crewai.tools import BaseTool
 from crewai.utilities import agent_utils, tool_utils
 from helpers import chain
-from openprogram.integrations.crewai_fakes import scripted_llm
+from openprogram.integrations.crewai.fakes import scripted_llm
 
 from tests.support import by_kind, calls, one
 

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.func import entrypoint, task
 from langgraph.prebuilt import create_react_agent
 from lg_fakes import OPENAI_MODEL, add, multiply, openai_model, tool_calls
-from openprogram.integrations.langgraph_demo import run_demo
+from openprogram.integrations.langgraph.demo import run_demo
 
 from tests.support import attributes, by_kind, calls, one
 

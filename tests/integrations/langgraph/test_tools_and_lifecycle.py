@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _loop, _runner
 from lg_fakes import Log, agent_graph, chain_graph, one_tool_call_graph, scripted_model, tool_calls
-from openprogram.integrations import langgraph as adapter
+from openprogram.integrations.langgraph import adapter
 
 from tests.support import by_kind, calls, one
 

@@ -10,7 +10,7 @@ import pytest
 from agents import Agent, Runner, function_tool
 from langgraph.graph import START, StateGraph
 from oa_helpers import tree
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
 from tests.support import calls

@@ -15,7 +15,7 @@ from agents import Agent, ModelSettings, Runner, function_tool
 from agents.models.interface import Model
 from oa_helpers import parent_of, tree
 from oa_openai import chat_model, responses_model
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 from pydantic import BaseModel
 

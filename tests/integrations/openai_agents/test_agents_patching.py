@@ -19,8 +19,8 @@ from agents.run_internal import run_loop, tool_execution, turn_resolution
 from agents.tracing import TracingProcessor
 from oa_helpers import tree
 from openprogram._kit import ORIGINAL
-from openprogram.integrations import openai_agents as adapter
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents import adapter
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
 from tests.support import calls

@@ -32,8 +32,8 @@ from agents.tool_guardrails import (
     tool_output_guardrail,
 )
 from oa_helpers import parent_of, tree
-from openprogram.integrations import openai_agents as adapter
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents import adapter
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
 from tests.support import attributes, by_kind, calls, one

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openprogram
 import pytest
-from openprogram.integrations.pydantic_ai_demo import run_demo
+from openprogram.integrations.pydantic_ai.demo import run_demo
 from openprogram.stores import Store
 from pai_helpers import tree
 

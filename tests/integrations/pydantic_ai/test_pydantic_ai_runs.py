@@ -313,7 +313,7 @@ def test_a_failure_of_the_adapter_is_logged_once_and_never_reaches_the_agent(
     store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from openprogram._guard import forget_logged
-    from openprogram.integrations import pydantic_ai as adapter
+    from openprogram.integrations.pydantic_ai import adapter
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("adapter bug")

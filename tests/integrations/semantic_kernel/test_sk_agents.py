@@ -7,7 +7,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent
 from semantic_kernel.agents.strategies import TerminationStrategy

@@ -10,9 +10,8 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations import semantic_kernel as adapter
-from openprogram.integrations import semantic_kernel_models as models
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
+from openprogram.integrations.semantic_kernel import adapter, models
+from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, calls_message, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings

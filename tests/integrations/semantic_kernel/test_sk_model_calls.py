@@ -6,7 +6,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations.semantic_kernel_fakes import (
+from openprogram.integrations.semantic_kernel.fakes import (
     ScriptedChatService,
     calls_message,
     text_message,
