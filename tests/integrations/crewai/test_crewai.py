@@ -14,12 +14,12 @@ from crewai.flow.flow import listen, start
 from crewai.hooks import tool_hooks
 from crewai.tools import BaseTool, tool
 from crewai.tools.structured_tool import CrewStructuredTool
-from helpers import chain
 from openprogram._kit import ORIGINAL
 from openprogram.integrations.crewai import adapter, models
 from openprogram.integrations.crewai.fakes import scripted_llm
 from openprogram.stores import Store
 
+from tests.integrations.crewai.helpers import chain
 from tests.support import by_kind, calls
 
 SEEN: list[Any] = []

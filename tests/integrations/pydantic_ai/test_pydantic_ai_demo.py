@@ -6,8 +6,8 @@ import openprogram
 import pytest
 from openprogram.integrations.pydantic_ai.demo import run_demo
 from openprogram.stores import Store
-from pai_helpers import tree
 
+from tests.integrations.pydantic_ai.helpers import tree
 from tests.support import calls
 
 

@@ -13,14 +13,14 @@ import pytest
 from openprogram._kit import ORIGINAL
 from openprogram.integrations.pydantic_ai import last_run_session_id
 from openprogram.stores import Store
-from pai_fakes import MODEL, failing, scripted
-from pai_helpers import parent_of, tree
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai._agent_graph import ModelRequestNode
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models.test import TestModel
 
+from tests.integrations.pydantic_ai.fakes import MODEL, failing, scripted
+from tests.integrations.pydantic_ai.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
 

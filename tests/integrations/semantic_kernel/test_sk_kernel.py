@@ -22,8 +22,15 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import Weather, lookup_inner, lookup_outer, named, otel_errors_alone_and_instrumented, with_kernel
 
+from tests.integrations.semantic_kernel.plugins import (
+    Weather,
+    lookup_inner,
+    lookup_outer,
+    named,
+    otel_errors_alone_and_instrumented,
+    with_kernel,
+)
 from tests.support import calls, one
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
