@@ -61,7 +61,7 @@ def build_crew() -> Any:
     from _floor import point
     from crewai import Agent, Crew, Task
     from crewai.tools import BaseTool, tool
-    from openprogram.integrations.crewai_fakes import scripted_llm
+    from openprogram.integrations.crewai.fakes import scripted_llm
 
     class Lookup(BaseTool):
         name: str = "lookup"

@@ -43,7 +43,7 @@ os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram_p
 def build_triage() -> Any:
     from _floor import point
     from agents import Agent, function_tool
-    from openprogram.integrations.openai_agents_demo import scripted_model
+    from openprogram.integrations.openai_agents.demo import scripted_model
 
     @function_tool
     def lookup(key: str) -> str:

@@ -44,7 +44,7 @@ os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="openprogram-b
 import openprogram
 from _floor import Floor, point, verdict
 from _util import writer_cpu
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, tools_then_answer
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -258,7 +258,7 @@ def semantic_kernel_workload() -> AsyncWorkload:
 def crewai_workload() -> AsyncWorkload:
     """A crew with one agent driven by the scripted offline LLM, whose tool calls our tools."""
     _require("crewai", "crewai")
-    from openprogram.integrations.crewai_fakes import offline_environment, scripted_llm
+    from openprogram.integrations.crewai.fakes import offline_environment, scripted_llm
 
     offline_environment()  # telemetry and tracing off before crewai is imported
     from crewai import Agent, Crew, Task
@@ -335,7 +335,7 @@ def openai_agents_workload() -> AsyncWorkload:
     """An OpenAI Agents SDK agent per session, its scripted model naming the session's owner."""
     _require("agents", "openai_agents")
     from agents import Agent, Runner, function_tool
-    from openprogram.integrations.openai_agents_demo import prepare, scripted_model
+    from openprogram.integrations.openai_agents.demo import prepare, scripted_model
 
     prepare()  # the SDK's tracing off: it would export to OpenAI's servers
     openprogram.instrument("agents")

@@ -1,4 +1,4 @@
-"""Framework adapters, one per framework; none imports its framework at module scope.
+"""Framework adapters, one package per framework; none imports its framework at module scope.
 
 Enable them with :func:`openprogram.instrument`. This module is the registry: it names each
 adapter and its demo by import string, so reading it imports no adapter and no framework.
@@ -20,9 +20,9 @@ INTEGRATIONS: dict[str, str] = {
 ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
-    "langgraph": "openprogram.integrations.langgraph_demo",
-    "crewai": "openprogram.integrations.crewai_demo",
-    "semantic_kernel": "openprogram.integrations.semantic_kernel_demo",
-    "pydantic_ai": "openprogram.integrations.pydantic_ai_demo",
-    "agents": "openprogram.integrations.openai_agents_demo",
+    "langgraph": "openprogram.integrations.langgraph.demo",
+    "crewai": "openprogram.integrations.crewai.demo",
+    "semantic_kernel": "openprogram.integrations.semantic_kernel.demo",
+    "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",
+    "agents": "openprogram.integrations.openai_agents.demo",
 }

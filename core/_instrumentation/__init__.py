@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from . import integration  # the module too: a test raises the version floor it reads
 from .integration import ORIGINAL, Integration, Target, Wrap, version_tuple
 from .switch import instrument, instrumented, uninstrument
 from .wrappers import Describe, recorded, shape_of, wraps_like
@@ -21,6 +22,7 @@ __all__ = [
     "Wrap",
     "instrument",
     "instrumented",
+    "integration",
     "recorded",
     "shape_of",
     "uninstrument",

@@ -148,6 +148,21 @@ def test_no_folder_of_the_core_holds_more_than_a_dozen_modules(folder: Path) -> 
     assert len([p for p in folder.glob("*.py") if p.name != "__init__.py"]) <= MAX_MODULES
 
 
+def test_adapters_import_only_the_public_api_and_the_kit_from_the_core() -> None:
+    problems = []
+    for name, path in _modules(ROOT / "integrations", "openprogram.integrations").items():
+        framework = name.split(".")[2] if name.count(".") >= 2 else None
+        for line, module, imported in _imports(name, path):
+            target = f"{module}.{imported}" if imported else module
+            where = f"{path.relative_to(ROOT)}:{line}"
+            if module.startswith("openprogram.integrations."):
+                if module.split(".")[2] != framework:
+                    problems.append(f"{where}: imports another framework's adapter ({module})")
+            elif module.startswith("openprogram.") and module != "openprogram._kit":
+                problems.append(f"{where}: imports {target}; adapters use openprogram and openprogram._kit")
+    assert problems == []
+
+
 def test_tests_and_benchmarks_import_the_core_through_its_doors() -> None:
     # A module path below a private subpackage: `openprogram._recording.writer`, not the door `openprogram._recording`.
     past_a_door = re.compile(r"(?:from|import)\s+openprogram\.(_[a-z]+|stores\._[a-z]+)\.\w+")

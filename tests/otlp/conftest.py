@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from openprogram.integrations.crewai_fakes import CREWAI_OFFLINE_ENV  # imports no crewai
+from openprogram.integrations.crewai.fakes import CREWAI_OFFLINE_ENV  # imports no crewai
 
 from .otlp_receiver import ReceivedSpan, Receiver
 

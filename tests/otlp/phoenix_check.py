@@ -102,7 +102,7 @@ def stop(server: subprocess.Popen[bytes]) -> None:
 
 def record_session(store_url: str) -> tuple[str, int, int, int]:
     """The LangGraph demo, twice, in one session: (session id, turns, calls, tokens)."""
-    from openprogram.integrations.langgraph_demo import run_demo
+    from openprogram.integrations.langgraph.demo import run_demo
 
     openprogram.instrument("langgraph")
     with openprogram.session_context(store=store_url) as first:

@@ -25,7 +25,7 @@ SPAN_KINDS = {"llm": "LLM", "agent": "AGENT", "tool": "TOOL"}
 
 
 def demo(module: str) -> Callable[[], None]:
-    """An adapter's offline demo (``integrations/<framework>_demo.py``)."""
+    """An adapter's offline demo (``integrations/<framework>/demo.py``)."""
     run_demo = importlib.import_module(f"openprogram.integrations.{module}").run_demo
     return lambda: run_demo(lambda line: None)
 
@@ -35,7 +35,7 @@ def run_crew() -> None:
     (a Flow imports CrewAI's memory store, 20 s here)."""
     from crewai import Agent, Crew, Task
     from crewai.tools import tool
-    from openprogram.integrations.crewai_fakes import scripted_llm
+    from openprogram.integrations.crewai.fakes import scripted_llm
 
     @tool("lookup")
     def lookup(topic: str) -> str:
@@ -107,7 +107,7 @@ def names_of(by_call: dict[str, ReceivedSpan]) -> dict[str, list[ReceivedSpan]]:
 def test_langgraph_session_exports_graphs_nodes_tools_and_chat_spans(
     instrument: Callable[..., set[str]], store_url: str, receiver: Receiver, export_cli: Callable[..., CliRun]
 ) -> None:
-    recorded, by_call = export_session("langgraph", demo("langgraph_demo"), instrument, store_url, receiver, export_cli)
+    recorded, by_call = export_session("langgraph", demo("langgraph.demo"), instrument, store_url, receiver, export_cli)
 
     names = names_of(by_call)
     assert {
@@ -158,7 +158,7 @@ def test_semantic_kernel_session_exports_agents_auto_invoked_functions_as_tools_
     instrument: Callable[..., set[str]], store_url: str, receiver: Receiver, export_cli: Callable[..., CliRun]
 ) -> None:
     recorded, by_call = export_session(
-        "semantic_kernel", demo("semantic_kernel_demo"), instrument, store_url, receiver, export_cli
+        "semantic_kernel", demo("semantic_kernel.demo"), instrument, store_url, receiver, export_cli
     )
 
     names = names_of(by_call)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import openprogram
-from openprogram.integrations.crewai_fakes import CREWAI_OFFLINE_ENV  # imports no crewai
+from openprogram.integrations.crewai.fakes import CREWAI_OFFLINE_ENV  # imports no crewai
 from openprogram.stores import Store
 
 from tests.support import calls
@@ -144,7 +144,7 @@ def test_crewai_tools_are_undone_by_their_names(store: Store, instrument: Callab
     instrument("crewai")
     from crewai import Agent, Crew, Task
     from crewai.tools import BaseTool, tool
-    from openprogram.integrations.crewai_fakes import scripted_llm
+    from openprogram.integrations.crewai.fakes import scripted_llm
 
     bookings = Bookings()
 
@@ -193,7 +193,7 @@ def test_crewai_tools_are_undone_by_their_names(store: Store, instrument: Callab
 
 def test_semantic_kernel_functions_are_undone_by_their_names(store: Store, instrument: Callable[..., set[str]]) -> None:
     instrument("semantic_kernel")
-    from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+    from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, tools_then_answer
     from semantic_kernel import Kernel
     from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
     from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings

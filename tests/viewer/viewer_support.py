@@ -43,7 +43,7 @@ class Recorded:
 
 def record_demo_sessions(store: Store) -> dict[str, str]:
     """Run each adapter's offline demo (``run_demo(emit)``) in a session of its own; framework -> session id."""
-    modules = {name: importlib.import_module(f"openprogram.integrations.{name}_demo") for name in FRAMEWORKS}
+    modules = {name: importlib.import_module(f"openprogram.integrations.{name}.demo") for name in FRAMEWORKS}
     for name, module in modules.items():
         getattr(module, "prepare", lambda: None)()  # CrewAI's switches its telemetry off before it is imported
         # imported before the turn starts: a turn's time is the agent's own

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from openprogram.integrations.crewai_fakes import CREWAI_OFFLINE_ENV  # imports no crewai
+from openprogram.integrations.crewai.fakes import CREWAI_OFFLINE_ENV  # imports no crewai
 
 # CrewAI reads these at import time (and creates ~/.config/crewai): set them before anything imports crewai.
 _home = tempfile.mkdtemp(prefix="openprogram_crewai_home_")

@@ -14,13 +14,12 @@ from crewai.flow.flow import listen, start
 from crewai.hooks import tool_hooks
 from crewai.tools import BaseTool, tool
 from crewai.tools.structured_tool import CrewStructuredTool
-from helpers import chain
 from openprogram._kit import ORIGINAL
-from openprogram.integrations import crewai as adapter
-from openprogram.integrations import crewai_models
-from openprogram.integrations.crewai_fakes import scripted_llm
+from openprogram.integrations.crewai import adapter, models
+from openprogram.integrations.crewai.fakes import scripted_llm
 from openprogram.stores import Store
 
+from tests.integrations.crewai.helpers import chain
 from tests.support import by_kind, calls
 
 SEEN: list[Any] = []
@@ -596,7 +595,7 @@ def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: 
     crew = _crew(True)
     with openprogram.session_context(store=store) as h, monkeypatch.context() as patch:
         patch.setattr(adapter, "_short", broken)  # every name the adapter gives a call
-        patch.setattr(crewai_models, "_model_name", broken)  # and a model call
+        patch.setattr(models, "_model_name", broken)  # and a model call
         out = crew.kickoff()
     assert out.raw == "all done" and len(SEEN) == 2
     assert {s.session_id for s in SEEN} == {h.session_id}
@@ -617,11 +616,11 @@ def test_flow_streaming_consumed_outside_the_session(store: Store) -> None:
 
 
 def test_demo_records_flow_crew_delegation_and_async_task(store: Store) -> None:
-    from openprogram.integrations import crewai_demo
+    from openprogram.integrations.crewai import demo
 
     lines: list[str] = []
     with openprogram.session_context(store=store) as h:
-        crewai_demo.run_demo(lines.append)
+        demo.run_demo(lines.append)
     assert f"crewai: tools ran in session(s): {h.session_id}" in lines
     records = calls(store, h.session_id)
     assert len(by_kind(records, "flow")) == 1

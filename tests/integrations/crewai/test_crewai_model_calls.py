@@ -18,12 +18,12 @@ from crewai import LLM, Agent, Crew, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.llms.providers.openai.completion import OpenAICompletion
 from crewai.tools import tool
-from helpers import parent_of
 from openprogram._kit import ORIGINAL
-from openprogram.integrations.crewai_fakes import answer_offline, openai_llm, scripted_llm
+from openprogram.integrations.crewai.fakes import answer_offline, openai_llm, scripted_llm
 from openprogram.stores import Store
 from pydantic import BaseModel
 
+from tests.integrations.crewai.helpers import parent_of
 from tests.support import attributes, by_kind, calls, one
 
 RAN: list[str] = []

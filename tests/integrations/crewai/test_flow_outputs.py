@@ -9,10 +9,10 @@ import openprogram
 import pytest
 from crewai import Agent, Crew, Task
 from crewai.flow.flow import Flow, listen, router, start
-from helpers import parent_of
-from openprogram.integrations.crewai_fakes import scripted_llm
+from openprogram.integrations.crewai.fakes import scripted_llm
 from openprogram.stores import Store
 
+from tests.integrations.crewai.helpers import parent_of
 from tests.support import by_kind, calls, one
 
 

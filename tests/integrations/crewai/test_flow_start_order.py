@@ -17,7 +17,7 @@ import openprogram
 import pytest
 from crewai.events import MethodExecutionStartedEvent, crewai_event_bus
 from crewai.flow.flow import Flow, listen, start
-from openprogram.integrations import crewai as adapter
+from openprogram.integrations.crewai import adapter
 
 from tests.support import by_kind, calls
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openprogram.integrations.crewai_fakes import CREWAI_OFFLINE_ENV
+from openprogram.integrations.crewai.fakes import CREWAI_OFFLINE_ENV
 
 SCRIPT = """
 import sys
@@ -19,7 +19,7 @@ assert "crewai" not in sys.modules, "instrument() imported crewai"
 from crewai import Crew
 from crewai.hooks import get_after_tool_call_hooks, get_before_tool_call_hooks, tool_hooks
 from crewai.utilities import tool_utils
-from openprogram.integrations import crewai as adapter
+from openprogram.integrations.crewai import adapter
 
 assert hasattr(Crew.kickoff, "__openprogram_original__")
 assert hasattr(tool_utils.execute_tool_and_check_finality, "__openprogram_original__")

@@ -11,8 +11,8 @@ import openprogram
 import pytest
 from crewai import Agent, Crew, Flow, Task
 from crewai.flow.flow import start
-from openprogram.integrations import crewai as adapter
-from openprogram.integrations.crewai_fakes import scripted_llm
+from openprogram.integrations.crewai import adapter
+from openprogram.integrations.crewai.fakes import scripted_llm
 
 from tests.support import by_kind, calls
 

@@ -14,7 +14,7 @@ pytest.importorskip("crewai", reason="needs openprogram[crewai]")
 pytest.importorskip("semantic_kernel", reason="needs openprogram[semantic-kernel]")
 
 import openprogram
-from openprogram.integrations.crewai_fakes import offline_environment, scripted_llm
+from openprogram.integrations.crewai.fakes import offline_environment, scripted_llm
 
 offline_environment()
 

@@ -9,8 +9,15 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelFallbackMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
-from lg_fakes import OPENAI_MODEL, FailingChatModel, ProviderError, add, openai_model, tool_calls
 
+from tests.integrations.langgraph.fakes import (
+    OPENAI_MODEL,
+    FailingChatModel,
+    ProviderError,
+    add,
+    openai_model,
+    tool_calls,
+)
 from tests.support import attributes, by_kind, calls
 
 

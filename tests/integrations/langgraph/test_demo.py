@@ -7,7 +7,7 @@ from typing import Any
 
 import openprogram
 from openprogram._cli import main
-from openprogram.integrations.langgraph_demo import run_demo
+from openprogram.integrations.langgraph.demo import run_demo
 
 from tests.support import by_kind, calls
 

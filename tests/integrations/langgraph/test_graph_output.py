@@ -11,8 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.func import entrypoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from lg_fakes import Log, agent_graph, chain_graph, scripted_model
 
+from tests.integrations.langgraph.fakes import Log, agent_graph, chain_graph, scripted_model
 from tests.support import by_kind, calls, one
 
 

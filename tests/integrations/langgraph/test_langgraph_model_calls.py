@@ -15,7 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
-from lg_fakes import (
+from pydantic import BaseModel
+
+from tests.integrations.langgraph.fakes import (
     OPENAI_MODEL,
     Chat,
     FailingChatModel,
@@ -30,8 +32,6 @@ from lg_fakes import (
     tool_calls,
     words,
 )
-from pydantic import BaseModel
-
 from tests.support import attributes, by_kind, calls, one
 
 CHAT_MODEL_METHODS = ("_generate_with_cache", "_agenerate_with_cache", "stream", "astream")

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.func import entrypoint, task
 from langgraph.prebuilt import create_react_agent
-from lg_fakes import OPENAI_MODEL, add, multiply, openai_model, tool_calls
-from openprogram.integrations.langgraph_demo import run_demo
+from openprogram.integrations.langgraph.demo import run_demo
 
+from tests.integrations.langgraph.fakes import OPENAI_MODEL, add, multiply, openai_model, tool_calls
 from tests.support import attributes, by_kind, calls, one
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")  # LangGraph 1.x's own notice

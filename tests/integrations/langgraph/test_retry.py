@@ -15,9 +15,9 @@ import pytest
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, RetryPolicy, interrupt
-from lg_fakes import Log, add, chain_graph
-from openprogram.integrations import langgraph as adapter
+from openprogram.integrations.langgraph import adapter
 
+from tests.integrations.langgraph.fakes import Log, add, chain_graph
 from tests.support import attributes, by_kind, calls, one
 
 #: Retries at once: no backoff, no jitter (tests never sleep).

@@ -15,8 +15,19 @@ from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Send
-from lg_fakes import Log, add, agent_graph, chain_graph, multiply, negate, scripted_model, seen, subtract, tool_calls
 
+from tests.integrations.langgraph.fakes import (
+    Log,
+    add,
+    agent_graph,
+    chain_graph,
+    multiply,
+    negate,
+    scripted_model,
+    seen,
+    subtract,
+    tool_calls,
+)
 from tests.support import attributes, by_kind, calls, one
 
 TOOLS = [add, multiply, subtract]

@@ -17,8 +17,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from lg_fakes import Log, chain_graph, one_node_graph, one_tool_call_graph, seen
 
+from tests.integrations.langgraph.fakes import Log, chain_graph, one_node_graph, one_tool_call_graph, seen
 from tests.support import by_kind, calls, one
 
 
@@ -177,8 +177,8 @@ _PROCESS = textwrap.dedent(
     import openprogram
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.types import Command
-    sys.path[:0] = [{here!r}, {root!r}]  # this test module, and the repository for tests.support
-    from test_sessions import _review_graph
+    sys.path[:0] = [{root!r}]  # the repository, for the tests package
+    from tests.integrations.langgraph.test_sessions import _review_graph
     openprogram.instrument("langgraph")
     with SqliteSaver.from_conn_string({checkpoints!r}) as saver:
         graph = _review_graph(saver)
@@ -195,8 +195,7 @@ _PROCESS = textwrap.dedent(
 
 def test_resume_from_a_fresh_process_continues_the_same_session(tmp_path: Path) -> None:
     script = tmp_path / "run.py"
-    here = Path(__file__).parent
-    script.write_text(_PROCESS.format(here=str(here), root=str(here.parents[2]), checkpoints=str(tmp_path / "cp.db")))
+    script.write_text(_PROCESS.format(root=str(Path(__file__).parents[3]), checkpoints=str(tmp_path / "cp.db")))
     outputs = []
     for step in ("ask", "answer"):
         done = subprocess.run([sys.executable, str(script), step], capture_output=True, text=True, timeout=120,

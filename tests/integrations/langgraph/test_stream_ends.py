@@ -16,8 +16,8 @@ import openprogram
 import pytest
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import StateGraph
-from lg_fakes import Log, chain_graph
 
+from tests.integrations.langgraph.fakes import Log, chain_graph
 from tests.support import by_kind, calls, one
 
 

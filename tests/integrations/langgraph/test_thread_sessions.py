@@ -15,8 +15,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import RetryPolicy
-from lg_fakes import Log, one_node_graph, seen
 
+from tests.integrations.langgraph.fakes import Log, one_node_graph, seen
 from tests.support import attributes, by_kind, calls
 
 
@@ -33,8 +33,8 @@ _PROGRAM = textwrap.dedent(
     import json, sys
     import openprogram
     from langgraph.checkpoint.memory import InMemorySaver
-    sys.path[:0] = [{here!r}, {root!r}]
-    from lg_fakes import one_node_graph, seen
+    sys.path[:0] = [{root!r}]  # the repository, for the tests package
+    from tests.integrations.langgraph.fakes import one_node_graph, seen
     openprogram.instrument("langgraph")
     if sys.argv[1] == "memory":
         graph = one_node_graph(InMemorySaver())
@@ -52,8 +52,7 @@ _PROGRAM = textwrap.dedent(
 
 def _program(tmp_path: Path, *args: str) -> list[str]:
     script = tmp_path / "program.py"
-    here = Path(__file__).parent
-    script.write_text(_PROGRAM.format(here=str(here), root=str(here.parents[2])))
+    script.write_text(_PROGRAM.format(root=str(Path(__file__).parents[3])))
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
                           check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -14,9 +14,16 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.pregel import Pregel, _loop, _runner
-from lg_fakes import Log, agent_graph, chain_graph, one_tool_call_graph, scripted_model, tool_calls
-from openprogram.integrations import langgraph as adapter
+from openprogram.integrations.langgraph import adapter
 
+from tests.integrations.langgraph.fakes import (
+    Log,
+    agent_graph,
+    chain_graph,
+    one_tool_call_graph,
+    scripted_model,
+    tool_calls,
+)
 from tests.support import by_kind, calls, one
 
 
@@ -237,7 +244,7 @@ def test_instrumentation_errors_are_logged_never_raised(
     openprogram._runtime.forget_logged()  # each failure is logged once per process
     caplog.set_level(logging.ERROR, logger="openprogram")
     model = scripted_model(tool_calls(("add", {"a": 1, "b": 2})), AIMessage("done"))
-    from lg_fakes import add
+    from tests.integrations.langgraph.fakes import add
 
     with openprogram.session_context(store=store) as h:
         result = agent_graph(model, [add]).invoke({"messages": [HumanMessage("go")]})
@@ -252,7 +259,9 @@ def test_missing_or_old_langgraph_is_reported_with_the_install_hint(monkeypatch:
     hint = r"; pip install 'openprogram\[langgraph\]'"
     with monkeypatch.context() as patched:
         # The floor is read from openprogram's extras metadata: raise it past the installed langgraph.
-        patched.setattr(openprogram._integration, "lowest_supported", lambda distribution, extra: "99.0")
+        patched.setattr(
+            openprogram._instrumentation.integration, "lowest_supported", lambda distribution, extra: "99.0"
+        )
         with pytest.raises(openprogram.DidNotEnable, match=r"older than the lowest supported, 99\.0" + hint):
             adapter.LangGraphIntegration().arm()
         openprogram.uninstrument()

@@ -13,7 +13,8 @@ from typing import Any
 
 import openprogram
 import pytest
-from lg_fakes import chain_graph
+
+from tests.integrations.langgraph.fakes import chain_graph
 
 Location = tuple[str, int]
 

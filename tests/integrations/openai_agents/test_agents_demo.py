@@ -6,11 +6,11 @@ import io
 from pathlib import Path
 
 import openprogram
-from oa_helpers import tree
 from openprogram._cli import main
-from openprogram.integrations.openai_agents_demo import run_demo
+from openprogram.integrations.openai_agents.demo import run_demo
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.helpers import tree
 from tests.support import by_kind, calls
 
 DEMO_RUN = [

@@ -9,10 +9,10 @@ import openprogram
 import pytest
 from agents import Agent, Runner, function_tool
 from langgraph.graph import START, StateGraph
-from oa_helpers import tree
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.helpers import tree
 from tests.support import calls
 
 SESSIONS: list[str | None] = []

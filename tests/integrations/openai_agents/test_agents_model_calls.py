@@ -1,7 +1,7 @@
 """Every request to a ``Model`` is one ``llm`` call under the agent turn that asked, in the one shape.
 
 The models are the offline :func:`scripted_model` (a ``Model`` subclass) and the SDK's own OpenAI
-models over an offline HTTP transport (``oa_openai``); both report usage as the OpenAI API does.
+models over an offline HTTP transport (``fake_openai``); both report usage as the OpenAI API does.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import openprogram
 import pytest
 from agents import Agent, ModelSettings, Runner, function_tool
 from agents.models.interface import Model
-from oa_helpers import parent_of, tree
-from oa_openai import chat_model, responses_model
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 from pydantic import BaseModel
 
+from tests.integrations.openai_agents.fake_openai import chat_model, responses_model
+from tests.integrations.openai_agents.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
 

@@ -17,12 +17,12 @@ from agents.models.interface import Model
 from agents.run import AgentRunner
 from agents.run_internal import run_loop, tool_execution, turn_resolution
 from agents.tracing import TracingProcessor
-from oa_helpers import tree
 from openprogram._kit import ORIGINAL
-from openprogram.integrations import openai_agents as adapter
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents import adapter
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.helpers import tree
 from tests.support import calls
 
 TREE = ["turn main", "  agent Clerk", "    llm scripted-offline", "    tool lookup", "    llm scripted-offline"]

@@ -31,11 +31,11 @@ from agents.tool_guardrails import (
     tool_input_guardrail,
     tool_output_guardrail,
 )
-from oa_helpers import parent_of, tree
-from openprogram.integrations import openai_agents as adapter
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents import adapter
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
 SEEN: list[tuple[str, Any, str | None]] = []  # (where, session handle, current call id) inside user code

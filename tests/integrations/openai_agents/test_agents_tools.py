@@ -10,10 +10,10 @@ from typing import Any
 import openprogram
 import pytest
 from agents import Agent, RunContextWrapper, Runner, UserError, function_tool
-from oa_helpers import parent_of
-from openprogram.integrations.openai_agents_demo import scripted_model
+from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.helpers import parent_of
 from tests.support import attributes, by_kind, calls, one
 
 SEEN: dict[str, tuple[Any, str | None, str]] = {}  # tool -> (session, current call id, thread name)

@@ -1,4 +1,4 @@
-"""Pydantic AI adapter tests: the real framework with its own offline models (``pai_fakes``).
+"""Pydantic AI adapter tests: the real framework with its own offline models (``fakes``).
 
 Home isolation, ``store`` and ``instrument`` come from the root ``tests/conftest.py``.
 """

@@ -11,10 +11,10 @@ import openprogram
 import pytest
 from langgraph.graph import END, START, StateGraph  # the nox session installs it with the test extras
 from openprogram.stores import Store
-from pai_fakes import scripted
-from pai_helpers import tree
 from pydantic_ai import Agent
 
+from tests.integrations.pydantic_ai.fakes import scripted
+from tests.integrations.pydantic_ai.helpers import tree
 from tests.support import calls, one
 
 

@@ -11,10 +11,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pai_fakes import scripted
 from pydantic_ai import Agent
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
+from tests.integrations.pydantic_ai.fakes import scripted
 from tests.support import calls, one
 
 

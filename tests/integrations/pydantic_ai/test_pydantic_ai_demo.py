@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import openprogram
 import pytest
-from openprogram.integrations.pydantic_ai_demo import run_demo
+from openprogram.integrations.pydantic_ai.demo import run_demo
 from openprogram.stores import Store
-from pai_helpers import tree
 
+from tests.integrations.pydantic_ai.helpers import tree
 from tests.support import calls
 
 

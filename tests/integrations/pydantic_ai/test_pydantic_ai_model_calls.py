@@ -8,13 +8,13 @@ from typing import Any
 import openprogram
 import pytest
 from openprogram.stores import Store
-from pai_fakes import MODEL, ProviderDown, failing, scripted, sent_tokens, words
-from pai_helpers import parent_of
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
+from tests.integrations.pydantic_ai.fakes import MODEL, ProviderDown, failing, scripted, sent_tokens, words
+from tests.integrations.pydantic_ai.helpers import parent_of
 from tests.support import attributes, by_kind, calls, one
 
 pytestmark = pytest.mark.usefixtures("instrumented")

@@ -13,14 +13,14 @@ import pytest
 from openprogram._kit import ORIGINAL
 from openprogram.integrations.pydantic_ai import last_run_session_id
 from openprogram.stores import Store
-from pai_fakes import MODEL, failing, scripted
-from pai_helpers import parent_of, tree
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai._agent_graph import ModelRequestNode
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models.test import TestModel
 
+from tests.integrations.pydantic_ai.fakes import MODEL, failing, scripted
+from tests.integrations.pydantic_ai.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
 
@@ -313,7 +313,7 @@ def test_a_failure_of_the_adapter_is_logged_once_and_never_reaches_the_agent(
     store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from openprogram._runtime import forget_logged
-    from openprogram.integrations import pydantic_ai as adapter
+    from openprogram.integrations.pydantic_ai import adapter
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("adapter bug")

@@ -9,14 +9,14 @@ from typing import Any
 import openprogram
 import pytest
 from openprogram.stores import Store
-from pai_fakes import scripted
-from pai_helpers import parent_of, tree
 from pydantic_ai import Agent, ApprovalRequired, DeferredToolRequests, DeferredToolResults, ModelRetry, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 
+from tests.integrations.pydantic_ai.fakes import scripted
+from tests.integrations.pydantic_ai.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
 pytestmark = pytest.mark.usefixtures("instrumented")

@@ -7,13 +7,13 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.agents import AgentGroupChat, ChatCompletionAgent
 from semantic_kernel.agents.strategies import TerminationStrategy
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
-from sk_plugins import Weather, named, otel_errors_alone_and_instrumented
 
+from tests.integrations.semantic_kernel.plugins import Weather, named, otel_errors_alone_and_instrumented
 from tests.support import calls, one
 
 pytest.importorskip("google.protobuf", reason="SK orchestrations need protobuf")

@@ -10,9 +10,8 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations import semantic_kernel as adapter
-from openprogram.integrations import semantic_kernel_models as models
-from openprogram.integrations.semantic_kernel_fakes import ScriptedChatService, calls_message, tools_then_answer
+from openprogram.integrations.semantic_kernel import adapter, models
+from openprogram.integrations.semantic_kernel.fakes import ScriptedChatService, calls_message, tools_then_answer
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
@@ -23,8 +22,15 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
 from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.kernel_filters_extension import KernelFilterExtension
 from semantic_kernel.functions import KernelArguments, kernel_function
-from sk_plugins import Weather, lookup_inner, lookup_outer, named, otel_errors_alone_and_instrumented, with_kernel
 
+from tests.integrations.semantic_kernel.plugins import (
+    Weather,
+    lookup_inner,
+    lookup_outer,
+    named,
+    otel_errors_alone_and_instrumented,
+    with_kernel,
+)
 from tests.support import calls, one
 
 THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),

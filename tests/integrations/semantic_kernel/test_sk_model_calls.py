@@ -6,7 +6,7 @@ from typing import Any
 
 import openprogram
 import pytest
-from openprogram.integrations.semantic_kernel_fakes import (
+from openprogram.integrations.semantic_kernel.fakes import (
     ScriptedChatService,
     calls_message,
     text_message,
@@ -23,9 +23,9 @@ from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_c
     AutoFunctionInvocationContext,
 )
 from semantic_kernel.functions import KernelArguments
-from sk_openai import ScriptedOpenAI, text, tool_calls
-from sk_plugins import Boom, Weather
 
+from tests.integrations.semantic_kernel.fake_openai import ScriptedOpenAI, text, tool_calls
+from tests.integrations.semantic_kernel.plugins import Boom, Weather
 from tests.support import attributes, by_kind, calls, one
 
 ROUND = "_inner_get_chat_message_contents"

@@ -11,7 +11,7 @@ was running when it started. The hooks (the table in :meth:`SemanticKernelIntegr
   filters can never be added twice and ``uninstrument()`` leaves no trace.
 - Every chat service's own ``_inner_get_chat_message_contents`` / ``..._streaming_...``
   records each request it sends to its model as an ``llm`` call — each round of
-  auto function calling is one (:mod:`.semantic_kernel_models`). The functions
+  auto function calling is one (:mod:`.models`). The functions
   the model asked for run after their round's call, under the function or agent
   that made the request.
 - ``Kernel.invoke_prompt`` / ``invoke_prompt_stream`` build a function with a
@@ -58,7 +58,7 @@ from openprogram._kit import (
     wraps_like,
 )
 
-from .semantic_kernel_models import MODEL_TARGETS, owning_rounds
+from .models import MODEL_TARGETS, owning_rounds
 
 __all__ = ["SemanticKernelIntegration"]
 

@@ -211,7 +211,7 @@ def _capability(integration: Integration) -> Any:
     )
 
     namespace = {
-        "__module__": __name__,
+        "__module__": "openprogram.integrations.pydantic_ai",  # the public package, as before the move
         "__qualname__": "OpenProgramCapability",
         "integration": integration,
         "ordering": CapabilityOrdering(position="outermost"),

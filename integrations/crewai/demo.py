@@ -18,7 +18,7 @@ from typing import Any
 
 from openprogram import get_current_session
 
-from .crewai_fakes import offline_environment, openai_llm, scripted_llm
+from .fakes import offline_environment, openai_llm, scripted_llm
 
 __all__ = ["prepare", "run_demo"]
 

@@ -2,14 +2,14 @@
 
 The session of the code that created a run is visible inside every node and tool of that run,
 wherever the run is iterated; a run with no open session records into its thread's conversation when
-it has a checkpointer (:mod:`.langgraph_threads`), else into the process's implicit session. Graph
+it has a checkpointer (:mod:`.threads`), else into the process's implicit session. Graph
 runs (``stream`` / ``astream``, which every ``invoke``, ``batch`` and ``astream_events`` goes
 through) run each step in their creator's context, driven from C so that LangGraph's warnings name
 the caller's line; their ``graph`` call lasts from the run's loop entered to the run's end reported
 to its callback manager. Nodes: ``run_with_retry`` / ``arun_with_retry`` as bound in
 ``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``, ``ToolNode``; each attempt
-under a ``RetryPolicy``: :mod:`.langgraph_retries`). Tools: ``BaseTool.run`` / ``arun``. Chat model
-requests: :mod:`.langchain_models`. Interrupts and resumes, static breakpoints and cache hits are
+under a ``RetryPolicy``: :mod:`.retries`). Tools: ``BaseTool.run`` / ``arun``. Chat model
+requests: :mod:`.chat_models`. Interrupts and resumes, static breakpoints and cache hits are
 recorded too (the last two by hooks on the loops of the runs that have them).
 """
 
@@ -42,9 +42,9 @@ from openprogram._kit import (
     wraps_like,
 )
 
-from .langchain_models import CHAT_MODEL_TARGETS
-from .langgraph_retries import NodeCalls, attempts_for
-from .langgraph_threads import athread_entry, bind_latest, thread_entry
+from .chat_models import CHAT_MODEL_TARGETS
+from .retries import NodeCalls, attempts_for
+from .threads import athread_entry, bind_latest, thread_entry
 
 __all__ = ["LangGraphIntegration"]
 

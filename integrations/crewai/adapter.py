@@ -3,7 +3,7 @@
 After :func:`openprogram.instrument`, every crew, task, agent, flow, model request
 and tool — including those built before it — records into the current session, and
 the current session is visible inside every tool, on every way CrewAI runs. Model
-requests are recorded by :mod:`openprogram.integrations.crewai_models`. A flow
+requests are recorded by :mod:`openprogram.integrations.crewai.models`. A flow
 records its kickoff inputs, and each flow method its return value (a router's route).
 
 Tool calls are recorded where CrewAI runs its before/after tool-call hooks, inside the
@@ -52,7 +52,7 @@ from openprogram._kit import (
 )
 from openprogram._kit import last_run_session_id as _last_run_session_id
 
-from .crewai_models import MODEL_TARGETS
+from .models import MODEL_TARGETS
 
 __all__ = ["CrewAIIntegration", "last_run_session_id"]
 

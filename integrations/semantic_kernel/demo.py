@@ -44,7 +44,7 @@ def _agent(name: str, instructions: str, calls: list[tuple[str, str, dict[str, A
     from semantic_kernel.agents import ChatCompletionAgent
     from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 
-    from .semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+    from .fakes import ScriptedChatService, tools_then_answer
 
     kernel = Kernel()
     kernel.add_plugin(_travel_plugin(), "travel")
@@ -64,7 +64,7 @@ async def _streamed_prompt(emit: Callable[[str], None]) -> None:
     from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
     from semantic_kernel.functions import KernelArguments
 
-    from .semantic_kernel_fakes import ScriptedChatService, tools_then_answer
+    from .fakes import ScriptedChatService, tools_then_answer
 
     kernel = Kernel()
     kernel.add_plugin(_travel_plugin(), "travel")

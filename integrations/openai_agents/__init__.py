@@ -1,0 +1,11 @@
+"""The OpenAI Agents SDK adapter (:mod:`.adapter`), with its offline demo and the offline model of the demo,
+tests and benchmark (:mod:`.demo`).
+
+Importing this package imports only the adapter, which imports no framework.
+"""
+
+from __future__ import annotations
+
+from .adapter import OpenAIAgentsIntegration, last_run_session_id
+
+__all__ = ["OpenAIAgentsIntegration", "last_run_session_id"]
