@@ -386,8 +386,9 @@ def _flow_run(flow: Any, *args: Any, **kwargs: Any) -> RunEntry | None:
     state_id = _flow_state_id(flow, args, kwargs)
     if state_id is None:
         return _execution_run(what)
-    return run_session(FRAMEWORK, what, state_id, namespace="crewai.flow", runtime=what,
-                       conversation=f"flow state {state_id!r}")  # fmt: skip
+    return run_session(
+        FRAMEWORK, what, state_id, namespace="crewai.flow", runtime=what, conversation=f"flow state {state_id!r}"
+    )
 
 
 def _agent_kickoff(*, awaited: bool) -> Wrap:

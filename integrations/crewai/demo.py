@@ -65,18 +65,25 @@ def run_demo(emit: Callable[[str], None]) -> None:
         """Look a topic up in a tiny offline encyclopedia."""
         handle = get_current_session()
         sessions.add(handle.session_id if handle else "<none>")
-        facts = {"sessions": "a session is a durable record of an agent's calls",
-                 "crews": "a crew runs tasks with agents and tools"}  # fmt: skip
+        facts = {
+            "sessions": "a session is a durable record of an agent's calls",
+            "crews": "a crew runs tasks with agents and tools",
+        }
         return facts.get(topic, f"nothing known about {topic}")
 
     writer_llm = openai_llm([("lookup", {"topic": "crews"})], final="crews run tasks with agents")
     lead_llm = scripted_llm(
-        [("delegate_work_to_coworker",
-          {"task": "explain crews", "context": "one sentence", "coworker": "Writer"})],
+        [("delegate_work_to_coworker", {"task": "explain crews", "context": "one sentence", "coworker": "Writer"})],
         final="report: sessions record crews",
-    )  # fmt: skip
-    writer = Agent(role="Writer", goal="write short notes", backstory="offline", llm=writer_llm, tools=[lookup],
-                   allow_delegation=False)  # fmt: skip
+    )
+    writer = Agent(
+        role="Writer",
+        goal="write short notes",
+        backstory="offline",
+        llm=writer_llm,
+        tools=[lookup],
+        allow_delegation=False,
+    )
     lead = Agent(role="Lead", goal="coordinate", backstory="offline", llm=lead_llm, allow_delegation=True)
     notes = Task(description="note what crews are", expected_output="a note", agent=writer, async_execution=True)
     report = Task(description="write the report", expected_output="a report", agent=lead, context=[notes])

@@ -66,9 +66,15 @@ class _Script:
         return sum(len(_text(m)) for m in items) // 4
 
     def call(
-        self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-        from_task: Any = None, from_agent: Any = None, response_model: Any = None,
-    ) -> Any:  # fmt: skip
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         if self.error is not None:
             raise self.error
         msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
@@ -76,9 +82,12 @@ class _Script:
         # Reported as CrewAI's providers report it: the provider's usage dict, tracked on the LLM.
         prompt_tokens = sum(len(_text(m)) for m in msgs) // 4
         self._track_token_usage_internal(
-            {"prompt_tokens": prompt_tokens, "completion_tokens": len(str(answer)) // 4,
-             "total_tokens": prompt_tokens + len(str(answer)) // 4}
-        )  # fmt: skip
+            {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(str(answer)) // 4,
+                "total_tokens": prompt_tokens + len(str(answer)) // 4,
+            }
+        )
         return answer
 
     def _answer(self, msgs: list[Any], tools: Any) -> Any:
@@ -89,26 +98,36 @@ class _Script:
                 step = self.steps[done]
                 batch = step if isinstance(step, list) else [step]
                 return [
-                    {"id": f"call_{done}_{i}", "type": "function",
-                     "function": {"name": name, "arguments": json.dumps(args)}}
+                    {
+                        "id": f"call_{done}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
                     for i, (name, args) in enumerate(batch)
-                ]  # fmt: skip
+                ]
             return self.final
         # ReAct text protocol: count executed steps by assistant messages, not by the
         # word "Observation:" (CrewAI adds format reminders containing it).
         done = sum(
-            1 for m in msgs
+            1
+            for m in msgs
             if m.get("role") == "assistant" and "Action Input:" in _text(m) and "Observation:" in _text(m)
-        )  # fmt: skip
+        )
         if done < len(self.steps):
             name, args = self.steps[done]
             return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
         return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
 
     async def acall(
-        self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-        from_task: Any = None, from_agent: Any = None, response_model: Any = None,
-    ) -> Any:  # fmt: skip
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
 
 
@@ -180,8 +199,9 @@ def answer_offline(llm: Any, steps: list[Any] | None = None, *, final: str = "do
     transport = httpx.MockTransport(_OpenAIScript(list(steps or []), final, status).answer)
     key, url = "sk-offline", "http://openai.offline/v1"
     llm._client = OpenAI(api_key=key, base_url=url, max_retries=0, http_client=httpx.Client(transport=transport))
-    llm._async_client = AsyncOpenAI(api_key=key, base_url=url, max_retries=0,
-                                    http_client=httpx.AsyncClient(transport=transport))  # fmt: skip
+    llm._async_client = AsyncOpenAI(
+        api_key=key, base_url=url, max_retries=0, http_client=httpx.AsyncClient(transport=transport)
+    )
     return llm
 
 
@@ -204,21 +224,38 @@ class _OpenAIScript:
         if body.get("tools") and done < len(self.steps):
             step = self.steps[done]
             batch = step if isinstance(step, list) else [step]
-            calls = [{"id": f"call_{done}_{i}", "type": "function",
-                      "function": {"name": name, "arguments": json.dumps(args)}}
-                     for i, (name, args) in enumerate(batch)]  # fmt: skip
+            calls = [
+                {
+                    "id": f"call_{done}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for i, (name, args) in enumerate(batch)
+            ]
         content = None if calls else self.final
         prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
         completion_tokens = max(1, len(content or json.dumps(calls)) // 4)
-        counts = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+        counts = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         finish_reason = "tool_calls" if calls else "stop"
         if body.get("stream"):
             return self._stream(body["model"], content, calls, finish_reason, counts)
-        choice = {"index": 0, "message": {"role": "assistant", "content": content, "tool_calls": calls},
-                  "finish_reason": finish_reason}  # fmt: skip
-        completion = {"id": "chatcmpl-offline", "object": "chat.completion", "created": 0, "model": body["model"],
-                      "choices": [choice], "usage": counts}  # fmt: skip
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content, "tool_calls": calls},
+            "finish_reason": finish_reason,
+        }
+        completion = {
+            "id": "chatcmpl-offline",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [choice],
+            "usage": counts,
+        }
         return httpx.Response(200, json=completion)
 
     @staticmethod
@@ -230,8 +267,18 @@ class _OpenAIScript:
             deltas += [{"role": "assistant", "content": content[i : i + 4]} for i in range(0, len(content), 4)]
         for index, call in enumerate(calls or ()):
             name, arguments = call["function"]["name"], call["function"]["arguments"]
-            deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                           "function": {"name": name, "arguments": ""}}]})  # fmt: skip
+            deltas.append(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
             deltas.append({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})
         chunk = {"id": "chatcmpl-offline", "object": "chat.completion.chunk", "created": 0, "model": model}
         events = [{**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]

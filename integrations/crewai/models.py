@@ -47,8 +47,17 @@ _REQUESTS = ("call", "acall")
 _TRACK_USAGE = "_track_token_usage_internal"
 _COUNTERS = ("prompt_tokens", "completion_tokens", "total_tokens")
 # The LLM's own settings a request is sent with (CrewAI passes none per call, except stop words).
-_PARAMS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "frequency_penalty",
-           "presence_penalty", "n", "reasoning_effort")  # fmt: skip
+_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "n",
+    "reasoning_effort",
+)
 
 
 class _Request:
@@ -197,8 +206,9 @@ def _begin(llm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Request 
         log_once(FRAMEWORK, "describing a model request", exc)
         return None
     try:
-        call = ModelCall.request(FRAMEWORK, model, lambda: _inputs(llm, args, kwargs), provider=provider,
-                                 stream=streamed, client=llm)  # fmt: skip
+        call = ModelCall.request(
+            FRAMEWORK, model, lambda: _inputs(llm, args, kwargs), provider=provider, stream=streamed, client=llm
+        )
     except NoSessionError:
         raise  # the "error" no-session policy, by the user's choice
     return None if call is None else _Request(call, llm)
@@ -247,8 +257,9 @@ def _messages(raw: Any) -> list[dict[str, Any]]:
     for item in raw:
         if isinstance(item, Mapping):
             calls = _tool_calls(item.get("tool_calls") or ())
-            made.append(message(item.get("role"), item.get("content"), tool_calls=calls,
-                                tool_call_id=item.get("tool_call_id")))  # fmt: skip
+            made.append(
+                message(item.get("role"), item.get("content"), tool_calls=calls, tool_call_id=item.get("tool_call_id"))
+            )
         else:
             made.append(message("user", str(item)))
     return made

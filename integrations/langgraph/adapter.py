@@ -135,8 +135,20 @@ class _GraphStart:
     (after its last output and recursion-limit check; also when its stream is closed): its thread's
     session (if any), its ``graph`` call and its state."""
 
-    __slots__ = ("config", "ended", "entered", "entry", "graph", "loop", "manager", "name", "resume", "run", "scope",
-                 "token")  # fmt: skip
+    __slots__ = (
+        "config",
+        "ended",
+        "entered",
+        "entry",
+        "graph",
+        "loop",
+        "manager",
+        "name",
+        "resume",
+        "run",
+        "scope",
+        "token",
+    )
 
     def __init__(self, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any], loop: Any) -> None:
         config = _config_of(args, kwargs)
@@ -477,8 +489,9 @@ def _record_interrupts(run: _Run | None, name: str, exc: BaseException) -> None:
         interrupt_id = getattr(item, "id", None)
         if not _first_sighting(run, interrupt_id):
             continue  # already recorded by the subgraph node that raised it
-        inner = call_scope("interrupt", name, framework=FRAMEWORK,
-                           inputs={"value": getattr(item, "value", item), "id": interrupt_id}).enter()  # fmt: skip
+        inner = call_scope(
+            "interrupt", name, framework=FRAMEWORK, inputs={"value": getattr(item, "value", item), "id": interrupt_id}
+        ).enter()
         inner.exit(None, "interrupted")
 
 

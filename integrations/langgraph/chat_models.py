@@ -51,8 +51,9 @@ _FINISH_KEYS = ("finish_reason", "stop_reason")  # OpenAI-style, Anthropic-style
 # --- who is asked, and what ----------------------------------------------------------
 
 
-def _described(model: Any, stop: Any, kwargs: dict[str, Any], framework: str,
-               manager: Any = None) -> tuple[str, Any, dict[str, Any]]:  # fmt: skip
+def _described(
+    model: Any, stop: Any, kwargs: dict[str, Any], framework: str, manager: Any = None
+) -> tuple[str, Any, dict[str, Any]]:
     """The model's name, its provider and LangSmith's standard parameters (``_get_ls_params``) for this request.
 
     LangChain puts those parameters in the metadata of the request's run manager: read there
@@ -69,9 +70,13 @@ def _described(model: Any, stop: Any, kwargs: dict[str, Any], framework: str,
         except Exception as exc:
             log_once(framework, f"{type(model).__name__}._get_ls_params", exc)
     name = standard.get("ls_model_name") or next(
-        (value for value in (attribute(model, "model_name"), attribute(model, "model"))
-         if isinstance(value, str) and value), None,
-    )  # fmt: skip
+        (
+            value
+            for value in (attribute(model, "model_name"), attribute(model, "model"))
+            if isinstance(value, str) and value
+        ),
+        None,
+    )
     return str(name or type(model).__name__), standard.get("ls_provider"), standard
 
 
@@ -115,8 +120,12 @@ def _message(item: Any) -> dict[str, Any]:
     if kind == "chat":  # a ChatMessage names its own role
         kind = str(attribute(item, "role", kind))
     calls = [tool_call(c.get("id"), c.get("name"), c.get("args")) for c in attribute(item, "tool_calls") or ()]
-    return message(kind.removesuffix("MessageChunk"), _text(attribute(item, "content")), tool_calls=calls,
-                   tool_call_id=attribute(item, "tool_call_id"))  # fmt: skip
+    return message(
+        kind.removesuffix("MessageChunk"),
+        _text(attribute(item, "content")),
+        tool_calls=calls,
+        tool_call_id=attribute(item, "tool_call_id"),
+    )
 
 
 def _text(content: Any) -> Any:
@@ -180,8 +189,9 @@ def _absorb(stream: ModelStream, chunk: Any) -> None:
             stream.add_tool_call(i, whole.get("id"), whole.get("name"), whole.get("args"))
     for i, piece in enumerate(pieces or ()):
         index = piece.get("index")  # pieces of one call share it; a piece without one stands alone
-        stream.add_tool_call((stream.count, i) if index is None else index, piece.get("id"), piece.get("name"),
-                             piece.get("args"))  # fmt: skip
+        stream.add_tool_call(
+            (stream.count, i) if index is None else index, piece.get("id"), piece.get("name"), piece.get("args")
+        )
     counts = getattr(chunk, "usage_metadata", None)
     if counts:  # summed over the chunks, as AIMessageChunk's ``+`` does
         total = stream.state or {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -195,13 +205,25 @@ def _absorb(stream: ModelStream, chunk: Any) -> None:
 # --- the wrappers -----------------------------------------------------------------
 
 
-def _request(cls: type[_Call], model: Any, messages: Callable[[], Iterable[Any]], stop: Any,
-             kwargs: dict[str, Any], framework: str) -> _Call | None:  # fmt: skip
+def _request(
+    cls: type[_Call],
+    model: Any,
+    messages: Callable[[], Iterable[Any]],
+    stop: Any,
+    kwargs: dict[str, Any],
+    framework: str,
+) -> _Call | None:
     """Begin the ``llm`` call of one request of ``model`` (``messages()`` builds its messages, only if captured)."""
     keywords = {key: value for key, value in kwargs.items() if key not in _PLUMBING}
     name, provider, standard = _described(model, stop, keywords, framework, kwargs.get("run_manager"))
-    return cls.request(framework, name, lambda: _inputs(messages(), stop, keywords, standard), provider=provider,
-                       stream=cls is ModelStream, client=model)  # fmt: skip
+    return cls.request(
+        framework,
+        name,
+        lambda: _inputs(messages(), stop, keywords, standard),
+        provider=provider,
+        stream=cls is ModelStream,
+        client=model,
+    )
 
 
 def _stop_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

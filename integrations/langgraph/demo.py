@@ -63,8 +63,12 @@ def _build_graph() -> Any:
                     tool_calls=[
                         {"name": "weather", "args": {"city": "Paris"}, "id": "call-1", "type": "tool_call"},
                         {"name": "population", "args": {"city": "Oslo"}, "id": "call-2", "type": "tool_call"},
-                        {"name": "note", "args": {"text": "compare Paris and Oslo"}, "id": "call-3",
-                         "type": "tool_call"},
+                        {
+                            "name": "note",
+                            "args": {"text": "compare Paris and Oslo"},
+                            "id": "call-3",
+                            "type": "tool_call",
+                        },
                     ],
                     usage_metadata={"input_tokens": 9, "output_tokens": 42, "total_tokens": 51},
                     response_metadata={"finish_reason": "tool_calls"},
@@ -76,7 +80,7 @@ def _build_graph() -> Any:
                 ),
             ]
         )
-    )  # fmt: skip
+    )
 
     # Functional form: the annotations are objects, not strings to resolve in this function's scope.
     State = TypedDict(  # noqa: UP013

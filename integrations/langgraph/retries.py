@@ -79,8 +79,19 @@ class Attempts:
     (LangGraph retried: a failure) or when the loop ends (with the loop's own exception).
     """
 
-    __slots__ = ("_args", "_calls", "_kwargs", "cancelled", "count", "loop_task", "pending", "proc", "running",
-                 "settled", "task")  # fmt: skip
+    __slots__ = (
+        "_args",
+        "_calls",
+        "_kwargs",
+        "cancelled",
+        "count",
+        "loop_task",
+        "pending",
+        "proc",
+        "running",
+        "settled",
+        "task",
+    )
 
     def __init__(self, task: Any, args: tuple[Any, ...], kwargs: dict[str, Any], calls: NodeCalls) -> None:
         self.task = task

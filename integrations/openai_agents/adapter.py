@@ -79,8 +79,19 @@ _GUARDRAILS = {
     "agents.tool_guardrails:ToolOutputGuardrail": "tool_output",
 }
 # Model settings recorded as a request's params, when set.
-_PARAMS = ("temperature", "top_p", "max_tokens", "frequency_penalty", "presence_penalty", "tool_choice",
-           "parallel_tool_calls", "truncation", "store", "top_logprobs", "verbosity")  # fmt: skip
+_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "frequency_penalty",
+    "presence_penalty",
+    "tool_choice",
+    "parallel_tool_calls",
+    "truncation",
+    "store",
+    "top_logprobs",
+    "verbosity",
+)
 _OPENAI_MODELS = frozenset({"OpenAIResponsesModel", "OpenAIChatCompletionsModel"})
 _PREFIXED_MODELS = frozenset({"LitellmModel", "AnyLLMModel"})  # "provider/model" names
 
@@ -95,8 +106,9 @@ class OpenAIAgentsIntegration(Integration):
     trigger = "agents"
 
     def targets(self) -> list[Target]:
-        tool_invocations = [Target(owner, name, _wrap_tool_invocation) for owner, names in _TOOL_INVOCATIONS.items()
-                            for name in names]  # fmt: skip
+        tool_invocations = [
+            Target(owner, name, _wrap_tool_invocation) for owner, names in _TOOL_INVOCATIONS.items() for name in names
+        ]
         return [
             Target("agents.run:AgentRunner", "run", _wrap_run),
             Target("agents.run", "start_streaming", _wrap_streamed_run),
@@ -255,8 +267,14 @@ def _begin_run(agent: Any, given: Any) -> _Run | None:
     return None if call is None else _Run(agent, call)
 
 
-async def _recorded_run(original: Callable[..., Any], agent: Any, given: Any, args: tuple[Any, ...],
-                        kwargs: dict[str, Any], result_of: Callable[[Any], Any]) -> Any:  # fmt: skip
+async def _recorded_run(
+    original: Callable[..., Any],
+    agent: Any,
+    given: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    result_of: Callable[[Any], Any],
+) -> Any:
     """Run the loop with the first agent's call current and the run in ``_current_run``; end its calls after."""
     run = _begin_run(agent, given)
     if run is None:
@@ -305,9 +323,14 @@ def _wrap_streamed_run(original: Callable[..., Any], integration: Integration) -
         given = state if kwargs.get("is_resumed_state") else _argument(args, kwargs, 0, "starting_input")
         result = _argument(args, kwargs, 1, "streamed_result")
         agent = _run_agent(_argument(args, kwargs, 2, "starting_agent"), state)
-        entry = _run_entry(agent, {"session": _argument(args, kwargs, 11, "session"),
-                                   "conversation_id": _argument(args, kwargs, 10, "conversation_id"),
-                                   "run_config": _argument(args, kwargs, 6, "run_config")})  # fmt: skip
+        entry = _run_entry(
+            agent,
+            {
+                "session": _argument(args, kwargs, 11, "session"),
+                "conversation_id": _argument(args, kwargs, 10, "conversation_id"),
+                "run_config": _argument(args, kwargs, 6, "run_config"),
+            },
+        )
 
         def streamed(_: Any) -> Any:
             return result
@@ -355,8 +378,13 @@ def _wrap_handoff(original: Callable[..., Any], integration: Integration) -> Cal
             with guarded(FRAMEWORK, "beginning a hand-off"):
                 chosen = kwargs["run_handoffs"][0]
                 inputs = _arguments(chosen.tool_call.arguments) if content_captured() else None
-                call = LaterCall.begin("call", str(chosen.handoff.tool_name), FRAMEWORK, inputs,
-                                       {"handoff": True, "tool_call_id": chosen.tool_call.call_id})  # fmt: skip
+                call = LaterCall.begin(
+                    "call",
+                    str(chosen.handoff.tool_name),
+                    FRAMEWORK,
+                    inputs,
+                    {"handoff": True, "tool_call_id": chosen.tool_call.call_id},
+                )
         if call is None:
             return await original(*args, **kwargs)
         try:
@@ -414,8 +442,9 @@ def _guardrail(side: str) -> Callable[[Callable[..., Any], Integration], Callabl
             with _current(agent_call):  # output guardrails run in the loop, after the last agent's turn
                 return await _guarded_run(original, self, args, kwargs)
 
-        async def _guarded_run(original: Callable[..., Any], guardrail: Any, args: tuple[Any, ...],
-                               kwargs: dict[str, Any]) -> Any:  # fmt: skip
+        async def _guarded_run(
+            original: Callable[..., Any], guardrail: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
             opened = None
             with guarded(FRAMEWORK, "beginning a guardrail"):
                 opened = open_call("call", str(guardrail.get_name()), FRAMEWORK, None, attributes)
@@ -489,8 +518,9 @@ def _wrap_tool_invocation(original: Callable[..., Any], integration: Integration
             if not _records_itself(tool):
                 inputs = _arguments(kwargs.get("arguments")) if content_captured() else None
                 call_id = getattr(context, "tool_call_id", None)
-                opened = open_call("tool", str(tool.name), FRAMEWORK, inputs,
-                                   {"tool_call_id": call_id} if call_id else None)  # fmt: skip
+                opened = open_call(
+                    "tool", str(tool.name), FRAMEWORK, inputs, {"tool_call_id": call_id} if call_id else None
+                )
         if opened is None:
             return await original(*args, **kwargs)
         invocation = _ToolInvocation(context)
@@ -593,8 +623,9 @@ def _begin_request(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], st
         log_once(FRAMEWORK, "describing a model request", exc)
         return None
     kind = ModelStream if stream else ModelCall
-    call = kind.request(FRAMEWORK, name, lambda: _request_inputs(args, kwargs), provider=provider, stream=stream,
-                        client=model)  # fmt: skip
+    call = kind.request(
+        FRAMEWORK, name, lambda: _request_inputs(args, kwargs), provider=provider, stream=stream, client=model
+    )
     if isinstance(call, ModelStream):
         call.absorb = _absorb_event
         call.state = [False, False]  # text deltas seen, tool-call pieces seen
@@ -673,8 +704,11 @@ def _usage(reported: Any) -> dict[str, int] | None:
     """The SDK's ``Usage`` or the API's ``ResponseUsage``; None when the model reported no tokens."""
     if reported is None:
         return None
-    counts = (getattr(reported, "input_tokens", 0), getattr(reported, "output_tokens", 0),
-              getattr(reported, "total_tokens", 0))  # fmt: skip
+    counts = (
+        getattr(reported, "input_tokens", 0),
+        getattr(reported, "output_tokens", 0),
+        getattr(reported, "total_tokens", 0),
+    )
     return usage(*counts) if any(counts) else None
 
 

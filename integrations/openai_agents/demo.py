@@ -70,11 +70,22 @@ def _model_class() -> type:
     def output_of(step: str | Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
         if isinstance(step, str):
             text = ResponseOutputText(annotations=[], text=step, type="output_text")
-            return [ResponseOutputMessage(id=f"msg_{next(_ids)}", content=[text], role="assistant",
-                                          status="completed", type="message")]  # fmt: skip
-        return [ResponseFunctionToolCall(id=f"fc_{next(_ids)}", call_id=f"call_{next(_ids)}", name=name,
-                                         arguments=json.dumps(arguments), type="function_call", status="completed")
-                for name, arguments in step]  # fmt: skip
+            return [
+                ResponseOutputMessage(
+                    id=f"msg_{next(_ids)}", content=[text], role="assistant", status="completed", type="message"
+                )
+            ]
+        return [
+            ResponseFunctionToolCall(
+                id=f"fc_{next(_ids)}",
+                call_id=f"call_{next(_ids)}",
+                name=name,
+                arguments=json.dumps(arguments),
+                type="function_call",
+                status="completed",
+            )
+            for name, arguments in step
+        ]
 
     class ScriptedModel(Model):  # type: ignore[misc, unused-ignore]
         """Answers from a script; ``requests`` keeps what each request was sent."""
@@ -85,8 +96,9 @@ def _model_class() -> type:
             self.requests: list[dict[str, Any]] = []
             self._next = 0
 
-        def _step(self, system_instructions: str | None, input: Any, tools: list[Any],
-                  tracing: Any) -> tuple[list[Any], Usage]:  # fmt: skip
+        def _step(
+            self, system_instructions: str | None, input: Any, tools: list[Any], tracing: Any
+        ) -> tuple[list[Any], Usage]:
             names = [getattr(tool, "name", None) or tool.tool_name for tool in tools]  # tools and hand-offs
             self.requests.append({"instructions": system_instructions, "input": input, "tools": names})
             step = self.script[self._next % len(self.script)]
@@ -105,20 +117,44 @@ def _model_class() -> type:
                 span.span_data.usage = {"input_tokens": asked, "output_tokens": answered}
             return output, Usage(requests=1, input_tokens=asked, output_tokens=answered, total_tokens=asked + answered)
 
-        async def get_response(self, system_instructions: str | None, input: Any, model_settings: Any,
-                               tools: list[Any], output_schema: Any, handoffs: list[Any], tracing: Any,
-                               **kwargs: Any) -> Any:  # fmt: skip
+        async def get_response(
+            self,
+            system_instructions: str | None,
+            input: Any,
+            model_settings: Any,
+            tools: list[Any],
+            output_schema: Any,
+            handoffs: list[Any],
+            tracing: Any,
+            **kwargs: Any,
+        ) -> Any:
             output, usage = self._step(system_instructions, input, [*tools, *handoffs], tracing)
             await asyncio.sleep(0)
             return ModelResponse(output=output, usage=usage, response_id=f"resp_{next(_ids)}")
 
-        async def stream_response(self, system_instructions: str | None, input: Any, model_settings: Any,
-                                  tools: list[Any], output_schema: Any, handoffs: list[Any], tracing: Any,
-                                  **kwargs: Any) -> AsyncIterator[Any]:  # fmt: skip
+        async def stream_response(
+            self,
+            system_instructions: str | None,
+            input: Any,
+            model_settings: Any,
+            tools: list[Any],
+            output_schema: Any,
+            handoffs: list[Any],
+            tracing: Any,
+            **kwargs: Any,
+        ) -> AsyncIterator[Any]:
             output, usage = self._step(system_instructions, input, [*tools, *handoffs], tracing)
-            response = Response(id=f"resp_{next(_ids)}", created_at=0, model=self.model, object="response",
-                                output=[], tool_choice="auto", tools=[], parallel_tool_calls=True,
-                                status="in_progress")  # fmt: skip
+            response = Response(
+                id=f"resp_{next(_ids)}",
+                created_at=0,
+                model=self.model,
+                object="response",
+                output=[],
+                tool_choice="auto",
+                tools=[],
+                parallel_tool_calls=True,
+                status="in_progress",
+            )
             numbers = itertools.count()
             yield ResponseCreatedEvent(type="response.created", response=response, sequence_number=next(numbers))
             for index, item in enumerate(output):
@@ -126,28 +162,45 @@ def _model_class() -> type:
                     added = item.model_copy(update={"content": [], "status": "in_progress"})
                 else:
                     added = item.model_copy(update={"arguments": "", "status": "in_progress"})
-                yield ResponseOutputItemAddedEvent(type="response.output_item.added", item=added,
-                                                   output_index=index, sequence_number=next(numbers))  # fmt: skip
+                yield ResponseOutputItemAddedEvent(
+                    type="response.output_item.added", item=added, output_index=index, sequence_number=next(numbers)
+                )
                 if isinstance(item, ResponseOutputMessage):
                     text = item.content[0].text  # type: ignore[union-attr]
                     for start in range(0, len(text), 4):
                         await asyncio.sleep(0)
-                        yield ResponseTextDeltaEvent(type="response.output_text.delta", item_id=item.id,
-                                                     output_index=index, content_index=0, delta=text[start:start + 4],
-                                                     logprobs=[], sequence_number=next(numbers))  # fmt: skip
+                        yield ResponseTextDeltaEvent(
+                            type="response.output_text.delta",
+                            item_id=item.id,
+                            output_index=index,
+                            content_index=0,
+                            delta=text[start : start + 4],
+                            logprobs=[],
+                            sequence_number=next(numbers),
+                        )
                 else:
                     half = len(item.arguments) // 2
                     for piece in (item.arguments[:half], item.arguments[half:]):
                         yield ResponseFunctionCallArgumentsDeltaEvent(
-                            type="response.function_call_arguments.delta", item_id=item.id or "", output_index=index,
-                            delta=piece, sequence_number=next(numbers))  # fmt: skip
-                yield ResponseOutputItemDoneEvent(type="response.output_item.done", item=item, output_index=index,
-                                                  sequence_number=next(numbers))  # fmt: skip
+                            type="response.function_call_arguments.delta",
+                            item_id=item.id or "",
+                            output_index=index,
+                            delta=piece,
+                            sequence_number=next(numbers),
+                        )
+                yield ResponseOutputItemDoneEvent(
+                    type="response.output_item.done", item=item, output_index=index, sequence_number=next(numbers)
+                )
             # As the Responses API reports it (newer openai releases also require cache_write_tokens).
-            reported = ResponseUsage.model_validate({
-                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                "total_tokens": usage.total_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}})  # fmt: skip
+            reported = ResponseUsage.model_validate(
+                {
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "total_tokens": usage.total_tokens,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                }
+            )
             done = response.model_copy(update={"output": output, "status": "completed", "usage": reported})
             yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=next(numbers))
 
@@ -172,16 +225,23 @@ def _agents() -> Any:
     def on_topic(context: Any, agent: Any, input: Any) -> Any:
         return GuardrailFunctionOutput(output_info={"topic": "orders"}, tripwire_triggered=False)
 
-    policy = Agent(name="Policy", instructions="Quote the refund policy.",
-                   model=scripted_model(["Double payments are refunded in full."]))  # fmt: skip
+    policy = Agent(
+        name="Policy",
+        instructions="Quote the refund policy.",
+        model=scripted_model(["Double payments are refunded in full."]),
+    )
     billing = Agent(
         name="Billing",
         instructions="Settle billing questions.",
         tools=[function_tool(refund_policy), policy.as_tool(tool_name="ask_policy", tool_description="Ask Policy.")],
-        model=scripted_model([[("refund_policy", {"reason": "double payment"})],
-                              [("ask_policy", {"input": "double payment?"})],
-                              "You were charged twice: a full refund is on its way."]),
-    )  # fmt: skip
+        model=scripted_model(
+            [
+                [("refund_policy", {"reason": "double payment"})],
+                [("ask_policy", {"input": "double payment?"})],
+                "You were charged twice: a full refund is on its way.",
+            ]
+        ),
+    )
     triage = Agent(
         name="Triage",
         instructions="Find the order, then hand billing questions to Billing.",

@@ -65,8 +65,7 @@ __all__ = ["PydanticAIIntegration", "last_run_session_id"]
 
 FRAMEWORK = "pydantic_ai"
 # Model settings recorded as a request's params (Pydantic AI's names; ``stop_sequences`` as ``stop``).
-_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "presence_penalty", "frequency_penalty",
-           "parallel_tool_calls")  # fmt: skip
+_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "presence_penalty", "frequency_penalty", "parallel_tool_calls")
 
 
 class PydanticAIIntegration(Integration):
@@ -395,8 +394,9 @@ def _messages(history: Sequence[Any]) -> list[dict[str, Any]]:
                 made.append(message("tool", part.content, tool_call_id=part.tool_call_id))
             elif kind == "retry-prompt":  # a tool's retry, or the output's
                 text = part.model_response()
-                made.append(message("tool", text, tool_call_id=part.tool_call_id) if part.tool_name
-                            else message("user", text))  # fmt: skip
+                made.append(
+                    message("tool", text, tool_call_id=part.tool_call_id) if part.tool_name else message("user", text)
+                )
     return made
 
 

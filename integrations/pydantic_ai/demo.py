@@ -90,8 +90,11 @@ def run_demo(emit: Callable[[str], None]) -> None:
         [("lookup", {"topic": "sessions"}), ("fetch", {"topic": "context"})],
         [("take_notes", {"topic": "sessions"})],
     ]
-    lead = Agent(_scripted(script, final="sessions keep every call; context follows tasks"), name="researcher",
-                 tools=[lookup, fetch, take_notes])  # fmt: skip
+    lead = Agent(
+        _scripted(script, final="sessions keep every call; context follows tasks"),
+        name="researcher",
+        tools=[lookup, fetch, take_notes],
+    )
 
     answer = lead.run_sync("what is a session?").output
     emit(f"pydantic_ai: agent -> tools (parallel, sync and async) -> nested agent: {answer}")

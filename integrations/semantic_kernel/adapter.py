@@ -83,8 +83,11 @@ class SemanticKernelIntegration(Integration):
     def targets(self) -> list[Target]:
         # Each owner is the module defining the class: SK's agent modules load lazily, on first use.
         return [
-            Target("semantic_kernel.filters.kernel_filters_extension:KernelFilterExtension", "construct_call_stack",
-                   _wrap_call_stack),
+            Target(
+                "semantic_kernel.filters.kernel_filters_extension:KernelFilterExtension",
+                "construct_call_stack",
+                _wrap_call_stack,
+            ),
             Target(_CHAT, "get_streaming_chat_message_contents", _wrap_streaming_chat_request),
             Target(_KERNEL, "invoke_stream", _wrap_kernel_stream),
             Target(_KERNEL, "invoke_prompt", _wrap_invoke_prompt),
@@ -94,14 +97,17 @@ class SemanticKernelIntegration(Integration):
             Target(_AGENT, "invoke_stream", _wrap_agent_stream),
             Target(_GROUP_CHAT, "invoke", _wrap_group_chat),
             Target(_GROUP_CHAT, "invoke_stream", _wrap_group_chat),
-            Target("semantic_kernel.agents.orchestration.orchestration_base:OrchestrationBase", "invoke",
-                   _wrap_orchestration),
+            Target(
+                "semantic_kernel.agents.orchestration.orchestration_base:OrchestrationBase",
+                "invoke",
+                _wrap_orchestration,
+            ),
             Target(f"{_RUNTIME}:SendMessageEnvelope", "__init__", _wrap_envelope_init),
             Target(f"{_RUNTIME}:PublishMessageEnvelope", "__init__", _wrap_envelope_init),
             Target(f"{_RUNTIME}:InProcessRuntime", "_process_send", _wrap_process),
             Target(f"{_RUNTIME}:InProcessRuntime", "_process_publish", _wrap_process),
             *MODEL_TARGETS,
-        ]  # fmt: skip
+        ]
 
 
 # --- naming and capture ---------------------------------------------------------------------

@@ -68,11 +68,14 @@ async def _streamed_prompt(emit: Callable[[str], None]) -> None:
 
     kernel = Kernel()
     kernel.add_plugin(_travel_plugin(), "travel")
-    kernel.add_service(ScriptedChatService(
-        default_step=tools_then_answer([("travel", "forecast", {"city": "Lisbon"})], "Lisbon: sunny, 19 C.")
-    ))  # fmt: skip
-    settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto(),
-                                                 temperature=0.2)  # fmt: skip
+    kernel.add_service(
+        ScriptedChatService(
+            default_step=tools_then_answer([("travel", "forecast", {"city": "Lisbon"})], "Lisbon: sunny, 19 C.")
+        )
+    )
+    settings = OpenAIChatPromptExecutionSettings(
+        function_choice_behavior=FunctionChoiceBehavior.Auto(), temperature=0.2
+    )
     text = ""
     async for chunk in kernel.invoke_prompt_stream("Weather in Lisbon?", arguments=KernelArguments(settings=settings)):
         text += str(chunk[0]) if isinstance(chunk, list) else str(chunk)
@@ -100,11 +103,18 @@ async def _main(emit: Callable[[str], None]) -> None:
     except ImportError as exc:  # orchestrations need protobuf
         emit(f"semantic_kernel orchestration: skipped ({exc})")
         return
-    researcher = _agent("Researcher", "Find facts about the destination.",
-                        [("travel", "forecast", {"city": "Lisbon"}), ("travel", "hotels", {"city": "Lisbon"})],
-                        "Lisbon is sunny; Lisbon Central has rooms.")  # fmt: skip
-    writer = _agent("Writer", "Write the itinerary.", [("travel", "trains", {"city": "Lisbon"})],
-                    "Take a morning train, stay at Lisbon Central, enjoy the sun.")  # fmt: skip
+    researcher = _agent(
+        "Researcher",
+        "Find facts about the destination.",
+        [("travel", "forecast", {"city": "Lisbon"}), ("travel", "hotels", {"city": "Lisbon"})],
+        "Lisbon is sunny; Lisbon Central has rooms.",
+    )
+    writer = _agent(
+        "Writer",
+        "Write the itinerary.",
+        [("travel", "trains", {"city": "Lisbon"})],
+        "Take a morning train, stay at Lisbon Central, enjoy the sun.",
+    )
     runtime = InProcessRuntime()
     runtime.start()
     try:

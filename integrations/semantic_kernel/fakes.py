@@ -113,10 +113,12 @@ class ScriptedChatService(ChatCompletionClientBase):
             settings.tools = None
 
     def _next(self, chat_history: ChatHistory, settings: PromptExecutionSettings) -> ChatMessageContent:
-        self.requests.append({
-            "tools": copy.deepcopy(getattr(settings, "tools", None)),
-            "n_messages": len(chat_history.messages),
-        })  # fmt: skip
+        self.requests.append(
+            {
+                "tools": copy.deepcopy(getattr(settings, "tools", None)),
+                "n_messages": len(chat_history.messages),
+            }
+        )
         step = self.script.pop(0) if self.script else self.default_step
         if step is None:
             step = text_message("default answer")

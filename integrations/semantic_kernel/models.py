@@ -50,11 +50,26 @@ _STREAMED_ROUND = "_inner_get_streaming_chat_message_contents"
 
 # Settings fields that are not model parameters: the request's own plumbing (messages, tools,
 # streaming flags the connector sets), or what may carry credentials (extra headers, query).
-_NOT_PARAMS = frozenset({
-    "ai_model_id", "extension_data", "extra_headers", "extra_query", "function_call", "function_choice_behavior",
-    "functions", "input", "messages", "prompt", "service_id", "stream", "stream_options", "tool_choice", "tool_config",
-    "tools",
-})  # fmt: skip
+_NOT_PARAMS = frozenset(
+    {
+        "ai_model_id",
+        "extension_data",
+        "extra_headers",
+        "extra_query",
+        "function_call",
+        "function_choice_behavior",
+        "functions",
+        "input",
+        "messages",
+        "prompt",
+        "service_id",
+        "stream",
+        "stream_options",
+        "tool_choice",
+        "tool_config",
+        "tools",
+    }
+)
 
 
 # --- each service class's rounds ----------------------------------------------------------------

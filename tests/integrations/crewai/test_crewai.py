@@ -55,8 +55,11 @@ def _clear_seen() -> None:
 
 
 def _crew(native: bool = False, steps: list[Any] | None = None, tools: list[Any] | None = None, **crew_kw: Any) -> Crew:
-    llm = scripted_llm(steps if steps is not None else [("echo", {"x": "hi"}), ("shout", {"x": "hey"})],
-                       native=native, final="all done")  # fmt: skip
+    llm = scripted_llm(
+        steps if steps is not None else [("echo", {"x": "hi"}), ("shout", {"x": "hey"})],
+        native=native,
+        final="all done",
+    )
     agent = Agent(role="Tester", goal="test", backstory="offline", llm=llm, tools=tools or [Echo(), shout])
     task = Task(description="run tools", expected_output="text", agent=agent)
     return Crew(agents=[agent], tasks=[task], **crew_kw)
@@ -226,10 +229,16 @@ async def test_kickoff_for_each_async(store: Store) -> None:
 
 
 def test_async_execution_task(store: Store) -> None:
-    first = Agent(role="Async worker", goal="g", backstory="b", llm=scripted_llm([("echo", {"x": "a"})], final="first"),
-                  tools=[Echo()])  # fmt: skip
-    second = Agent(role="Joiner", goal="g", backstory="b", llm=scripted_llm([("echo", {"x": "b"})], final="second"),
-                   tools=[Echo()])  # fmt: skip
+    first = Agent(
+        role="Async worker",
+        goal="g",
+        backstory="b",
+        llm=scripted_llm([("echo", {"x": "a"})], final="first"),
+        tools=[Echo()],
+    )
+    second = Agent(
+        role="Joiner", goal="g", backstory="b", llm=scripted_llm([("echo", {"x": "b"})], final="second"), tools=[Echo()]
+    )
     t1 = Task(description="async part", expected_output="t", agent=first, async_execution=True)
     t2 = Task(description="join part", expected_output="t", agent=second, context=[t1])
     with openprogram.session_context(store=store) as h:
@@ -390,8 +399,9 @@ def test_flow_records_methods_and_nests_the_crew(store: Store) -> None:
     assert [m.name for m in methods] == ["begin", "run_crew"]
     (crew,) = by_kind(records, "crew")
     assert crew.parent_id == methods[1].call_id
-    assert all(chain(records, t) == ["tool", "agent", "task", "crew", "call", "flow", "turn"]
-               for t in by_kind(records, "tool"))  # fmt: skip
+    assert all(
+        chain(records, t) == ["tool", "agent", "task", "crew", "call", "flow", "turn"] for t in by_kind(records, "tool")
+    )
     assert not [r for r in records if r.kind == "flow" and r.name == "AgentExecutor"]
 
 
@@ -586,8 +596,9 @@ def test_user_exception_propagates_unchanged(store: Store) -> None:
     assert by_kind(records, "flow")[0].status == "error"
 
 
-def test_instrumentation_error_never_breaks_the_crew(store: Store, monkeypatch: pytest.MonkeyPatch,
-                                                     caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_instrumentation_error_never_breaks_the_crew(
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("adapter bug")
 

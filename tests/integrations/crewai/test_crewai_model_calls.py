@@ -164,7 +164,10 @@ def test_acall_is_one_llm_call_on_the_async_path(store: Store) -> None:
         assert asyncio.run(ask()) == ("async hello", "Thought: I now know the final answer\nFinal Answer: scripted")
     openai_request, scripted_request = by_kind(calls(store, h.session_id), "llm")
     assert openai_request.output["content"] == "async hello" and _usage(openai_request) == {
-        "input_tokens": 4, "output_tokens": 2, "total_tokens": 6}  # fmt: skip
+        "input_tokens": 4,
+        "output_tokens": 2,
+        "total_tokens": 6,
+    }
     assert scripted_request.name == "scripted-offline" and _usage(scripted_request)["input_tokens"] == 2
 
 
@@ -310,8 +313,10 @@ def test_uninstrument_restores_every_llm_class_and_patches_new_ones_no_more(stor
     for cls in [*patched, Later]:
         assert not hasattr(cls.__dict__["call"], ORIGINAL), cls
     assert "call" not in scripted.__dict__  # its mixin's again
-    assert not any(hasattr(BaseLLM.__dict__.get(name), ORIGINAL)
-                   for name in ("_track_token_usage_internal", "_emit_call_completed_event"))  # fmt: skip
+    assert not any(
+        hasattr(BaseLLM.__dict__.get(name), ORIGINAL)
+        for name in ("_track_token_usage_internal", "_emit_call_completed_event")
+    )
     assert "__pydantic_init_subclass__" not in BaseLLM.__dict__
     with openprogram.session_context(store=store) as h:
         assert Mine(model="mine").call("hi") == "mine" and Later(model="later").call("hi") == "later"

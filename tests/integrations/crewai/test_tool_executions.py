@@ -71,10 +71,16 @@ def _execute(path: str, x: str) -> Any:
     call = {"id": "call-1", "type": "function", "function": {"name": "probe", "arguments": arguments}}
     if path == "native":
         return agent_utils.execute_single_native_tool_call(
-            call, available_functions={"probe": tool.run}, original_tools=[tool],
-            structured_tools=[tool.to_structured_tool()], tools_handler=None, agent=None, task=None, crew=None,
+            call,
+            available_functions={"probe": tool.run},
+            original_tools=[tool],
+            structured_tools=[tool.to_structured_tool()],
+            tools_handler=None,
+            agent=None,
+            task=None,
+            crew=None,
             event_source=tool,
-        ).result  # fmt: skip
+        ).result
     if path == "agent executor":
         executor = _executor(tool)
         executor._setup_native_tools()
@@ -123,16 +129,24 @@ def test_crew_agent_executor_records_crew_task_agent_tool(store: openprogram.Sto
     llm = scripted_llm([("probe", {"x": "a"}), ("probe", {"x": "b"})], native=native, final="done")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        agent = Agent(role="Prober", goal="g", backstory="b", llm=llm, tools=[Probe()],
-                      executor_class=crew_agent_executor.CrewAgentExecutor)  # fmt: skip
+        agent = Agent(
+            role="Prober",
+            goal="g",
+            backstory="b",
+            llm=llm,
+            tools=[Probe()],
+            executor_class=crew_agent_executor.CrewAgentExecutor,
+        )
     crew = Crew(agents=[agent], tasks=[Task(description="probe twice", expected_output="t", agent=agent)])
     with openprogram.session_context(store=store) as h:
         assert crew.kickoff().raw == "done"
         assert (openprogram.get_current_session(), openprogram.current_call_id()) == (h, h.root_call_id)
     records = calls(store, h.session_id)
     tools = by_kind(records, "tool")
-    assert [(t.inputs, t.status, t.attributes) for t in tools] == [({"x": "a"}, "ok", {"agent": "Prober"}),
-                                                                 ({"x": "b"}, "ok", {"agent": "Prober"})]  # fmt: skip
+    assert [(t.inputs, t.status, t.attributes) for t in tools] == [
+        ({"x": "a"}, "ok", {"agent": "Prober"}),
+        ({"x": "b"}, "ok", {"agent": "Prober"}),
+    ]
     assert all(chain(records, t) == ["tool", "agent", "task", "crew", "turn"] for t in tools)
     assert [call for _, call in SEEN] == [t.call_id for t in tools]
     assert one(records, "Prober", "agent").status == "ok"

@@ -82,9 +82,10 @@ def one_node_graph(checkpointer: Any = None) -> Any:
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
     return AIMessage(
         "",
-        tool_calls=[{"name": name, "args": args, "id": f"call-{i}", "type": "tool_call"}
-                    for i, (name, args) in enumerate(calls)],
-    )  # fmt: skip
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call-{i}", "type": "tool_call"} for i, (name, args) in enumerate(calls)
+        ],
+    )
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -101,8 +102,9 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         reply = self.replies[self.position % len(self.replies)]
         self.position += 1
         return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -184,9 +186,13 @@ def words(text: Any) -> int:
 
 def openai_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     """``usage_metadata`` as ChatOpenAI fills it."""
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
-            "input_token_details": {"audio": 0, "cache_read": 0},
-            "output_token_details": {"audio": 0, "reasoning": 0}}  # fmt: skip
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+        "input_token_details": {"audio": 0, "cache_read": 0},
+        "output_token_details": {"audio": 0, "reasoning": 0},
+    }
 
 
 class ProviderError(Exception):
@@ -225,8 +231,9 @@ class OpenAIStyleChatModel(BaseChatModel):
             params["ls_stop"] = stop
         return params
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
-                   **kwargs: Any) -> Runnable[Any, AIMessage]:  # fmt: skip
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
+    ) -> Runnable[Any, AIMessage]:
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
@@ -237,13 +244,16 @@ class OpenAIStyleChatModel(BaseChatModel):
         scripted = self.replies[next(self._next) % len(self.replies)]
         asked = sum(words(m.content) for m in messages)
         finish = "tool_calls" if scripted.tool_calls else "stop"
-        return scripted.model_copy(update={
-            "usage_metadata": openai_usage(asked, words(scripted.content) + len(scripted.tool_calls)),
-            "response_metadata": {"model_name": OPENAI_SNAPSHOT, "finish_reason": finish},
-        })  # fmt: skip
+        return scripted.model_copy(
+            update={
+                "usage_metadata": openai_usage(asked, words(scripted.content) + len(scripted.tool_calls)),
+                "response_metadata": {"model_name": OPENAI_SNAPSHOT, "finish_reason": finish},
+            }
+        )
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self.answer(messages, kwargs))])
 
 
@@ -266,13 +276,15 @@ class StreamingChatModel(OpenAIStyleChatModel):
         pieces.append(AIMessageChunk(content="", usage_metadata=whole.usage_metadata))
         return pieces
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
+    def _stream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         for piece in self.chunks(messages, kwargs):
             yield ChatGenerationChunk(message=piece)
 
-    async def _astream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:  # fmt: skip
+    async def _astream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
         for piece in self.chunks(messages, kwargs):
             await asyncio.sleep(0)
             yield ChatGenerationChunk(message=piece)
@@ -293,20 +305,23 @@ class FailingChatModel(StreamingChatModel):
     def error(self) -> ProviderError:
         return self._error
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         raise self._error
 
     def chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> list[AIMessageChunk]:
         return super().chunks(messages, kwargs)[: self.streamed]
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
+    def _stream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         yield from super()._stream(messages, stop, run_manager, **kwargs)
         raise self._error
 
-    async def _astream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:  # fmt: skip
+    async def _astream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
         async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
             yield chunk
         raise self._error

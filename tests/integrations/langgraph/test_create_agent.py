@@ -33,8 +33,10 @@ def test_create_agent_records_each_model_turn_under_its_model_node(store: Any) -
     records = calls(store, h.session_id)
     llms = by_kind(records, "llm")
     assert [c.parent_id for c in llms] == [n.call_id for n in _model_nodes(records)] and len(llms) == 2
-    assert llms[0].inputs == {"messages": [{"role": "system", "content": "You add."},
-                                           {"role": "user", "content": "20 + 22?"}], "tools": ["add"]}  # fmt: skip
+    assert llms[0].inputs == {
+        "messages": [{"role": "system", "content": "You add."}, {"role": "user", "content": "20 + 22?"}],
+        "tools": ["add"],
+    }
     assert llms[1].inputs["messages"][-1] == {"role": "tool", "content": "42", "tool_call_id": "call-0"}
     assert [c.output["content"] for c in llms] == ["", "42"]
     assert all(attributes(c)["model"] == OPENAI_MODEL and "usage" in attributes(c) for c in llms)

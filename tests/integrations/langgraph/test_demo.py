@@ -35,6 +35,10 @@ def test_cli_demo_and_show_draw_the_langgraph_tree(tmp_path: Any) -> None:
     shown = io.StringIO()
     assert main(["--store", url, "show", session_id], out=shown) == 0
     tree = shown.getvalue()
-    for fragment in ("graph demo_agent (langgraph) [interrupted]", "node tools (langgraph) [ok]",
-                     "tool weather (langgraph) [ok]", "interrupt review (langgraph) [ok]"):  # fmt: skip
+    for fragment in (
+        "graph demo_agent (langgraph) [interrupted]",
+        "node tools (langgraph) [ok]",
+        "tool weather (langgraph) [ok]",
+        "interrupt review (langgraph) [ok]",
+    ):
         assert fragment in tree, tree

@@ -74,9 +74,12 @@ def test_invoke_in_a_node_is_one_llm_call_with_model_provider_messages_tools_par
         "tools": ["add", "multiply"],
         "params": {"temperature": 0.2, "max_tokens": 64},
     }
-    assert llm.output == {"role": "assistant", "content": "",
-                          "tool_calls": [{"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}}],
-                          "finish_reason": "tool_calls"}  # fmt: skip
+    assert llm.output == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}}],
+        "finish_reason": "tool_calls",
+    }
     asked_tokens = words("You add numbers.") + words("What is 2 + 3?")
     assert attributes(llm) == {"model": OPENAI_MODEL, "provider": "openai", "usage": _usage(asked_tokens, 1)}
 
@@ -90,8 +93,10 @@ def test_each_turn_of_a_tool_loop_records_the_tool_calls_and_results_it_was_sent
     agents = [n for n in by_kind(records, "node") if n.name == "agent"]
     llms = by_kind(records, "llm")
     assert [c.parent_id for c in llms] == [n.call_id for n in agents]
-    asked = [{"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}},
-             {"id": "call-1", "name": "multiply", "arguments": {"a": 2, "b": 3}}]  # fmt: skip
+    asked = [
+        {"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}},
+        {"id": "call-1", "name": "multiply", "arguments": {"a": 2, "b": 3}},
+    ]
     assert llms[1].inputs["messages"] == [
         {"role": "user", "content": "2+3 and 2*3?"},
         {"role": "assistant", "content": "", "tool_calls": asked},
@@ -163,9 +168,12 @@ def test_stream_is_one_llm_call_with_the_joined_reply_and_the_usage_of_the_last_
     agents = [n for n in by_kind(records, "node") if n.name == "agent"]
     assert [c.parent_id for c in llms] == [n.call_id for n in agents] and all(len(s) > 3 for s in streamed)
     assert all(attributes(c)["stream"] is True and c.status == "ok" for c in llms)
-    assert llms[0].output == {"role": "assistant", "content": "",
-                              "tool_calls": [{"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}}],
-                              "finish_reason": "tool_calls"}  # fmt: skip
+    assert llms[0].output == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call-0", "name": "add", "arguments": {"a": 2, "b": 3}}],
+        "finish_reason": "tool_calls",
+    }
     assert llms[1].output == {"role": "assistant", "content": "The sum is 5", "finish_reason": "stop"}
     assert llms[1].inputs["tools"] == ["add"]
     assert attributes(llms[1])["usage"] == _usage(words("2 + 3?") + 1, words("The sum is 5"))
@@ -289,8 +297,9 @@ def test_with_structured_output_is_one_llm_call_offering_the_schema_as_a_tool(st
     assert llm.inputs["tools"] == ["Weather"] and llm.inputs["messages"] == [
         {"role": "user", "content": "Weather in Paris?"}
     ]
-    assert llm.output["tool_calls"] == [{"id": "call-0", "name": "Weather",
-                                         "arguments": {"city": "Paris", "degrees": 21}}]  # fmt: skip
+    assert llm.output["tool_calls"] == [
+        {"id": "call-0", "name": "Weather", "arguments": {"city": "Paris", "degrees": 21}}
+    ]
 
 
 @pytest.mark.parametrize("method", ["invoke", "stream"])
@@ -323,8 +332,11 @@ def test_every_form_of_request_input_is_recorded_as_messages_in_the_one_shape(st
 
 
 def test_a_reply_of_text_blocks_is_recorded_as_its_text(store: Any) -> None:
-    blocks = [{"type": "text", "text": "Hello "}, {"type": "tool_use", "id": "t1", "name": "add", "input": {}},
-              {"type": "text", "text": "world"}]  # fmt: skip
+    blocks = [
+        {"type": "text", "text": "Hello "},
+        {"type": "tool_use", "id": "t1", "name": "add", "input": {}},
+        {"type": "text", "text": "world"},
+    ]
     model = openai_model(AIMessage(content=blocks))
     with openprogram.session_context(store=store) as h:
         model.invoke("greet")
@@ -508,15 +520,35 @@ class _Extras(BaseModel, extra="allow"):
         return "a property"
 
 
-@pytest.mark.parametrize("name", ["field", "extra", "computed", "absent", "content", "tool_calls", "tool_call_id",
-                                  "usage_metadata", "response_metadata", "role", "model_fields_set"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "field",
+        "extra",
+        "computed",
+        "absent",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "usage_metadata",
+        "response_metadata",
+        "role",
+        "model_fields_set",
+    ],
+)
 def test_attribute_answers_what_getattr_answers_on_pydantic_models_and_langchain_messages(name: str) -> None:
     from langchain_core.messages import ChatMessage, ToolMessage
     from openprogram._kit import attribute
 
     asking = AIMessage("a", tool_calls=[{"id": "1", "name": "n", "args": {}}])
-    models = [_Extras(extra="kept"), HumanMessage("hi"), asking, ToolMessage("r", tool_call_id="1"), SystemMessage("s"),
-              ChatMessage(role="critic", content="c")]  # fmt: skip
+    models = [
+        _Extras(extra="kept"),
+        HumanMessage("hi"),
+        asking,
+        ToolMessage("r", tool_call_id="1"),
+        SystemMessage("s"),
+        ChatMessage(role="critic", content="c"),
+    ]
     for model in models:
         for _ in range(2):  # the first read learns the class, the second uses what it learned
             assert attribute(model, name) == getattr(model, name, None), (type(model).__name__, name)

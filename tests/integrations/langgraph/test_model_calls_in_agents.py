@@ -30,8 +30,10 @@ def test_create_react_agent_records_each_model_turn_under_its_agent_node(store: 
     llms = by_kind(records, "llm")
     assert [c.parent_id for c in llms] == [n.call_id for n in _nodes(records, "agent")]
     assert all(c.inputs["tools"] == ["add", "multiply"] and c.name == OPENAI_MODEL for c in llms)
-    assert llms[0].inputs["messages"] == [{"role": "system", "content": "Use the tools."},
-                                          {"role": "user", "content": "1+2, 3*4?"}]  # fmt: skip
+    assert llms[0].inputs["messages"] == [
+        {"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "1+2, 3*4?"},
+    ]
     assert [m["role"] for m in llms[1].inputs["messages"]] == ["system", "user", "assistant", "tool", "tool"]
     assert [c.output["finish_reason"] for c in llms] == ["tool_calls", "stop"]
     assert all("usage" in attributes(c) for c in llms)

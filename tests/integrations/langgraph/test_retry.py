@@ -404,8 +404,12 @@ def _timing_out(slow_attempts: int, begun: list[int]) -> Any:
 
 def _timed_graph(node: Any) -> Any:
     g = StateGraph(Log)
-    g.add_node("slow", node, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False,
-                                                      retry_on=lambda exc: True), timeout=0.5)  # fmt: skip
+    g.add_node(
+        "slow",
+        node,
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False, retry_on=lambda exc: True),
+        timeout=0.5,
+    )
     g.add_edge(START, "slow")
     g.add_edge("slow", END)
     return g.compile()
@@ -435,8 +439,10 @@ async def test_exhausted_timeouts_end_the_last_attempt_with_langgraphs_error(sto
     assert one(records, "LangGraph", "graph").error.startswith("NodeTimeoutError")
 
 
-@pytest.mark.skipif(not hasattr(langgraph.errors, "NodeCancelledError"),
-                    reason="this langgraph does not turn a node's own CancelledError into a failure")  # fmt: skip
+@pytest.mark.skipif(
+    not hasattr(langgraph.errors, "NodeCancelledError"),
+    reason="this langgraph does not turn a node's own CancelledError into a failure",
+)
 @pytest.mark.parametrize("kind", ["sync", pytest.param("async", marks=_own_cancellation_async)])
 async def test_a_nodes_own_cancellation_is_the_failure_langgraph_makes_of_it(store: Any, kind: str) -> None:
     def sync_node(state: Log) -> dict[str, Any]:

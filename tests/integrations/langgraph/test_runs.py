@@ -173,8 +173,10 @@ def test_sync_stream_events_v3(store: Any) -> None:
     assert events
     records = calls(store, h.session_id)
     graph_call = one(records, "LangGraph", "graph")
-    assert [(n.name, n.parent_id) for n in by_kind(records, "node")] == [("a", graph_call.call_id),
-                                                                         ("b", graph_call.call_id)]  # fmt: skip
+    assert [(n.name, n.parent_id) for n in by_kind(records, "node")] == [
+        ("a", graph_call.call_id),
+        ("b", graph_call.call_id),
+    ]
     assert seen == [("node:a", h.session_id), ("node:b", h.session_id)]
 
 

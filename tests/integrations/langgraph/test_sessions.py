@@ -198,8 +198,9 @@ def test_resume_from_a_fresh_process_continues_the_same_session(tmp_path: Path) 
     script.write_text(_PROCESS.format(root=str(Path(__file__).parents[3]), checkpoints=str(tmp_path / "cp.db")))
     outputs = []
     for step in ("ask", "answer"):
-        done = subprocess.run([sys.executable, str(script), step], capture_output=True, text=True, timeout=120,
-                              check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(script), step], capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert outputs[1]["log"][-1] == "answer:approved"

@@ -97,8 +97,9 @@ _LATER_IMPORT = textwrap.dedent(
 
 def test_instrument_imports_no_langgraph_and_a_graph_built_after_importing_it_is_recorded(isolated_home: Path) -> None:
     env = {**os.environ, "OPENPROGRAM_HOME": str(isolated_home)}
-    done = subprocess.run([sys.executable, "-c", _LATER_IMPORT], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _LATER_IMPORT], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["imported"] == []

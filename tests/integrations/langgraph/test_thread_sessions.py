@@ -53,8 +53,9 @@ _PROGRAM = textwrap.dedent(
 def _program(tmp_path: Path, *args: str) -> list[str]:
     script = tmp_path / "program.py"
     script.write_text(_PROGRAM.format(root=str(Path(__file__).parents[3])))
-    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     sessions: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     return sessions

@@ -95,10 +95,14 @@ def test_openprogram_tool_in_a_tool_node_gets_the_session_and_is_recorded_once(s
 
 def test_injection_still_works_through_tool_node(store: Any) -> None:
     model = scripted_model(
-        tool_calls(("with_state", {"question": "s"}), ("with_runtime", {"question": "r"}),
-                   ("with_config", {"question": "c"}), ("op_with_state", {"question": "o"})),
+        tool_calls(
+            ("with_state", {"question": "s"}),
+            ("with_runtime", {"question": "r"}),
+            ("with_config", {"question": "c"}),
+            ("op_with_state", {"question": "o"}),
+        ),
         AIMessage("ok"),
-    )  # fmt: skip
+    )
     graph = agent_graph(model, [with_state, with_runtime, with_config, op_with_state], checkpointer=_saver())
     config = {"configurable": {"thread_id": "inject"}}
     with openprogram.session_context(store=store) as h:
@@ -114,8 +118,9 @@ def test_injection_still_works_through_tool_node(store: Any) -> None:
 
 
 async def test_injected_arguments_of_an_async_openprogram_tool_are_not_captured(store: Any) -> None:
-    model = scripted_model(tool_calls(("op_with_runtime", {"question": "a"}), ("op_with_state", {"question": "b"})),
-                           AIMessage("ok"))  # fmt: skip
+    model = scripted_model(
+        tool_calls(("op_with_runtime", {"question": "a"}), ("op_with_state", {"question": "b"})), AIMessage("ok")
+    )
     graph = agent_graph(model, [op_with_runtime, op_with_state])
     async with openprogram.session_context(store=store) as h:
         result = await graph.ainvoke({"messages": [HumanMessage("go")]})
@@ -130,9 +135,16 @@ def _saver() -> Any:
     return InMemorySaver()
 
 
-PATCHED = [(Pregel, "stream"), (Pregel, "astream"), (_runner, "run_with_retry"), (_runner, "arun_with_retry"),
-           (BaseTool, "run"), (BaseTool, "arun"), (_loop.SyncPregelLoop, "__enter__"),
-           (_loop.AsyncPregelLoop, "__aenter__")]  # fmt: skip
+PATCHED = [
+    (Pregel, "stream"),
+    (Pregel, "astream"),
+    (_runner, "run_with_retry"),
+    (_runner, "arun_with_retry"),
+    (BaseTool, "run"),
+    (BaseTool, "arun"),
+    (_loop.SyncPregelLoop, "__enter__"),
+    (_loop.AsyncPregelLoop, "__aenter__"),
+]
 LAZY = ("astream_events", "astream_log")  # Pregel's own in newer langgraph, Runnable's in older
 
 

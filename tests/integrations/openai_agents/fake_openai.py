@@ -22,8 +22,9 @@ _ids = itertools.count()
 
 def _client(handler: Any) -> AsyncOpenAI:
     transport = httpx.MockTransport(handler)
-    return AsyncOpenAI(api_key="offline", base_url="http://offline.invalid/v1",
-                       http_client=httpx.AsyncClient(transport=transport))  # fmt: skip
+    return AsyncOpenAI(
+        api_key="offline", base_url="http://offline.invalid/v1", http_client=httpx.AsyncClient(transport=transport)
+    )
 
 
 def responses_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple[OpenAIResponsesModel, list[Any]]:
@@ -56,11 +57,24 @@ def responses_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple
                 }
                 for name, arguments in step
             ]
-        body = {"id": f"resp_{next(_ids)}", "object": "response", "created_at": 0, "model": model,
-                "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-                "tools": [], "usage": {"input_tokens": 21, "output_tokens": 7, "total_tokens": 28,
-                                       "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-                                       "output_tokens_details": {"reasoning_tokens": 0}}}  # fmt: skip
+        body = {
+            "id": f"resp_{next(_ids)}",
+            "object": "response",
+            "created_at": 0,
+            "model": model,
+            "status": "completed",
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": 21,
+                "output_tokens": 7,
+                "total_tokens": 28,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
         return httpx.Response(200, json=body)
 
     return OpenAIResponsesModel(model=model, openai_client=_client(answer)), sent
@@ -72,8 +86,14 @@ def chat_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple[Open
     sent: list[Any] = []
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
         return f"data: {json.dumps(body)}\n\n"
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -105,8 +125,14 @@ def chat_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple[Open
                 )
             finish = "tool_calls"
         events.append(chunk({}, finish))
-        last = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
-                "usage": {"prompt_tokens": 13, "completion_tokens": 4, "total_tokens": 17}}  # fmt: skip
+        last = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [],
+            "usage": {"prompt_tokens": 13, "completion_tokens": 4, "total_tokens": 17},
+        }
         events.append(f"data: {json.dumps(last)}\n\n")
         events.append("data: [DONE]\n\n")
         return httpx.Response(200, text="".join(events), headers={"content-type": "text/event-stream"})

@@ -51,6 +51,10 @@ def test_cli_demo_and_show_draw_the_agents_tree(tmp_path: Path) -> None:
     shown = io.StringIO()
     assert main(["--store", url, "show", session_id], out=shown) == 0
     drawn = shown.getvalue()
-    for fragment in ("agent Triage (openai_agents) [ok]", "call transfer_to_billing (openai_agents) [ok]",
-                     "agent Billing (openai_agents) [ok]", "tool ask_policy (openai_agents) [ok]"):  # fmt: skip
+    for fragment in (
+        "agent Triage (openai_agents) [ok]",
+        "call transfer_to_billing (openai_agents) [ok]",
+        "agent Billing (openai_agents) [ok]",
+        "tool ask_policy (openai_agents) [ok]",
+    ):
         assert fragment in drawn, drawn

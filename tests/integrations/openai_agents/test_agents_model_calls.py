@@ -29,20 +29,31 @@ def lookup(key: str) -> str:
 
 
 def _counts(reported: Any) -> dict[str, int]:
-    return {"input_tokens": reported.input_tokens, "output_tokens": reported.output_tokens,
-            "total_tokens": reported.total_tokens}  # fmt: skip
+    return {
+        "input_tokens": reported.input_tokens,
+        "output_tokens": reported.output_tokens,
+        "total_tokens": reported.total_tokens,
+    }
 
 
 def _summed(records: list[openprogram.CallRecord]) -> dict[str, int]:
-    return {key: sum(attributes(r)["usage"][key] for r in records)
-            for key in ("input_tokens", "output_tokens", "total_tokens")}  # fmt: skip
+    return {
+        key: sum(attributes(r)["usage"][key] for r in records)
+        for key in ("input_tokens", "output_tokens", "total_tokens")
+    }
 
 
 async def test_each_request_is_one_llm_call_in_the_one_shape_with_the_usage_the_sdk_accounted(store: Store) -> None:
     helper = Agent(name="Helper")
     model = scripted_model([[("lookup", {"key": "a"})], "all done"])
-    agent = Agent(name="Researcher", instructions="Use the tools.", tools=[lookup], handoffs=[helper], model=model,
-                  model_settings=ModelSettings(temperature=0.2, max_tokens=50))  # fmt: skip
+    agent = Agent(
+        name="Researcher",
+        instructions="Use the tools.",
+        tools=[lookup],
+        handoffs=[helper],
+        model=model,
+        model_settings=ModelSettings(temperature=0.2, max_tokens=50),
+    )
     async with openprogram.session_context(store=store) as h:
         result = await Runner.run(agent, "find a")
     records = calls(store, h.session_id)
@@ -69,8 +80,11 @@ async def test_each_request_is_one_llm_call_in_the_one_shape_with_the_usage_the_
 
 
 async def test_streamed_request_is_one_llm_call_joining_text_and_tool_call_pieces(store: Store) -> None:
-    agent = Agent(name="Researcher", tools=[lookup],
-                  model=scripted_model([[("lookup", {"key": "a"})], "streamed answer, in pieces"]))  # fmt: skip
+    agent = Agent(
+        name="Researcher",
+        tools=[lookup],
+        model=scripted_model([[("lookup", {"key": "a"})], "streamed answer, in pieces"]),
+    )
     async with openprogram.session_context(store=store) as h:
         result = Runner.run_streamed(agent, "find a")
         async for _ in result.stream_events():
@@ -122,8 +136,10 @@ async def test_openai_responses_model_records_its_model_provider_and_reported_us
     for request in (asked, answered):
         assert request.name == "gpt-4o-mini" and attributes(request)["provider"] == "openai"
         assert attributes(request)["usage"] == {"input_tokens": 21, "output_tokens": 7, "total_tokens": 28}
-    assert asked.inputs["messages"] == [{"role": "system", "content": "Be brief."},
-                                        {"role": "user", "content": "find a"}]  # fmt: skip
+    assert asked.inputs["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "find a"},
+    ]
     assert asked.output["tool_calls"][0]["name"] == "lookup" and answered.output["content"] == "all done"
 
 
@@ -142,7 +158,8 @@ async def test_chat_completions_stream_records_the_joined_reply_and_the_usage_of
     assert [(c["name"], c["arguments"]) for c in asked.output["tool_calls"]] == [("lookup", {"key": "a"})]
     assert answered.output["content"] == "streamed in pieces"
     assert [attributes(r)["usage"] for r in (asked, answered)] == [
-        {"input_tokens": 13, "output_tokens": 4, "total_tokens": 17}] * 2  # fmt: skip
+        {"input_tokens": 13, "output_tokens": 4, "total_tokens": 17}
+    ] * 2
     assert one(records, "lookup", "tool").output == "value of a"
 
 
@@ -173,8 +190,18 @@ async def test_direct_request_outside_a_run_is_an_llm_call_under_the_current_cal
     model = scripted_model(["hello"])
     async with openprogram.session_context(store=store) as h:
         with openprogram.call_scope("call", "mine"):
-            await model.get_response("Be kind.", "hi", Settings(), [], None, [], ModelTracing.DISABLED,
-                                     previous_response_id=None, conversation_id=None, prompt=None)  # fmt: skip
+            await model.get_response(
+                "Be kind.",
+                "hi",
+                Settings(),
+                [],
+                None,
+                [],
+                ModelTracing.DISABLED,
+                previous_response_id=None,
+                conversation_id=None,
+                prompt=None,
+            )
     records = calls(store, h.session_id)
     assert tree(records) == ["turn main", "  call mine", "    llm scripted-offline"]
     assert by_kind(records, "llm")[0].output == {"role": "assistant", "content": "hello"}
@@ -186,9 +213,18 @@ async def test_stream_abandoned_by_its_consumer_ends_interrupted_with_what_arriv
 
     model = scripted_model(["one two three four five"])
     async with openprogram.session_context(store=store) as h:
-        events: AsyncIterator[Any] = model.stream_response(None, "hi", Settings(), [], None, [],
-                                                           ModelTracing.DISABLED, previous_response_id=None,
-                                                           conversation_id=None, prompt=None)  # fmt: skip
+        events: AsyncIterator[Any] = model.stream_response(
+            None,
+            "hi",
+            Settings(),
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
         async for event in events:
             if event.type == "response.output_text.delta":
                 break

@@ -79,8 +79,9 @@ def test_uninstrument_restores_everything_and_instrument_twice_wraps_once(store:
     assert tree(calls(store, h2.session_id)) == TREE
 
 
-def test_an_error_in_the_adapter_never_breaks_the_run(store: Store, monkeypatch: pytest.MonkeyPatch,
-                                                      caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_an_error_in_the_adapter_never_breaks_the_run(
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("adapter bug")
 
@@ -150,13 +151,21 @@ def test_instrument_before_the_sdk_is_imported_patches_it_on_import(tmp_path: Pa
                           "patched": hasattr(AgentRunner.__dict__["run"], "__openprogram_original__")}))
         """
     )
-    env = {"HOME": str(tmp_path), "OPENPROGRAM_HOME": str(tmp_path / "op"), "PATH": "/usr/bin:/bin",
-           "OPENAI_AGENTS_DISABLE_TRACING": "1"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    env = {
+        "HOME": str(tmp_path),
+        "OPENPROGRAM_HOME": str(tmp_path / "op"),
+        "PATH": "/usr/bin:/bin",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"enabled": ["agents"], "imported_early": False,
-                                                                "patched": True}  # fmt: skip
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "enabled": ["agents"],
+        "imported_early": False,
+        "patched": True,
+    }
 
 
 async def test_a_module_importing_the_tool_invocation_after_patching_records_again_after_reinstrument(

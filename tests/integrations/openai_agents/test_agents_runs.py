@@ -67,8 +67,12 @@ async def fetch(url: str) -> str:
 
 
 def _researcher() -> Agent[Any]:
-    return Agent(name="Researcher", instructions="Use the tools.", tools=[lookup, fetch],
-                 model=scripted_model([[("lookup", {"key": "a"})], [("fetch", {"url": "u"})], "all done"]))  # fmt: skip
+    return Agent(
+        name="Researcher",
+        instructions="Use the tools.",
+        tools=[lookup, fetch],
+        model=scripted_model([[("lookup", {"key": "a"})], [("fetch", {"url": "u"})], "all done"]),
+    )
 
 
 RESEARCHER_TREE = [
@@ -97,8 +101,12 @@ async def test_run_records_one_agent_call_with_its_model_requests_and_tools(stor
     records = calls(store, h.session_id)
     assert tree(records) == RESEARCHER_TREE
     agent = one(records, "Researcher", "agent")
-    assert (agent.framework, agent.status, agent.inputs, agent.output) == ("openai_agents", "ok", {"input": "find a"},
-                                                                          "all done")  # fmt: skip
+    assert (agent.framework, agent.status, agent.inputs, agent.output) == (
+        "openai_agents",
+        "ok",
+        {"input": "find a"},
+        "all done",
+    )
     assert one(records, "lookup", "tool").inputs == {"key": "a"} and one(records, "lookup").output == "value of a"
     assert one(records, "fetch", "tool").output == "page u"
     _assert_tools_saw_their_calls(records, h.session_id)
@@ -151,8 +159,12 @@ async def test_streamed_run_cancelled_mid_stream_ends_its_calls_interrupted(stor
 
 
 def _billing() -> Agent[Any]:
-    return Agent(name="Billing", instructions="Settle it.", tools=[lookup],
-                 model=scripted_model([[("lookup", {"key": "invoice"})], "refunded"]))  # fmt: skip
+    return Agent(
+        name="Billing",
+        instructions="Settle it.",
+        tools=[lookup],
+        model=scripted_model([[("lookup", {"key": "invoice"})], "refunded"]),
+    )
 
 
 async def test_handoff_nests_the_agent_handed_to_under_the_handoff_under_the_agent_handing_off(store: Store) -> None:
@@ -162,8 +174,12 @@ async def test_handoff_nests_the_agent_handed_to_under_the_handoff_under_the_age
         handed.append(openprogram.current_call_id())
 
     billing = _billing()
-    triage = Agent(name="Triage", instructions="Route it.", handoffs=[handoff(billing, on_handoff=on_handoff)],
-                   model=scripted_model([[("transfer_to_billing", {})]]))  # fmt: skip
+    triage = Agent(
+        name="Triage",
+        instructions="Route it.",
+        handoffs=[handoff(billing, on_handoff=on_handoff)],
+        model=scripted_model([[("transfer_to_billing", {})]]),
+    )
     async with openprogram.session_context(store=store) as h:
         result = await Runner.run(triage, "I was charged twice")
     assert result.final_output == "refunded" and result.last_agent is billing
@@ -208,8 +224,11 @@ async def test_handoff_back_to_the_first_agent_is_a_new_agent_call_under_the_sec
 
 async def test_agent_used_as_a_tool_runs_under_its_tool_call(store: Store) -> None:
     expert = Agent(name="Expert", tools=[lookup], model=scripted_model([[("lookup", {"key": "x"})], "expert says x"]))
-    lead = Agent(name="Lead", tools=[expert.as_tool(tool_name="ask_expert", tool_description="Ask the expert.")],
-                 model=scripted_model([[("ask_expert", {"input": "what is x?"})], "x, says the expert"]))  # fmt: skip
+    lead = Agent(
+        name="Lead",
+        tools=[expert.as_tool(tool_name="ask_expert", tool_description="Ask the expert.")],
+        model=scripted_model([[("ask_expert", {"input": "what is x?"})], "x, says the expert"]),
+    )
     async with openprogram.session_context(store=store) as h:
         assert (await Runner.run(lead, "what is x?")).final_output == "x, says the expert"
     records = calls(store, h.session_id)
@@ -265,16 +284,28 @@ def guarded_lookup(key: str) -> str:
 
 
 async def test_guardrails_are_calls_under_the_agent_they_guard_and_see_the_session(store: Store) -> None:
-    billing = Agent(name="Billing", tools=[guarded_lookup], output_guardrails=[short_answer],
-                    model=scripted_model([[("guarded_lookup", {"key": "k"})], "refunded"]))  # fmt: skip
-    triage = Agent(name="Triage", input_guardrails=[polite], handoffs=[billing],
-                   model=scripted_model([[("transfer_to_billing", {})]]))  # fmt: skip
+    billing = Agent(
+        name="Billing",
+        tools=[guarded_lookup],
+        output_guardrails=[short_answer],
+        model=scripted_model([[("guarded_lookup", {"key": "k"})], "refunded"]),
+    )
+    triage = Agent(
+        name="Triage",
+        input_guardrails=[polite],
+        handoffs=[billing],
+        model=scripted_model([[("transfer_to_billing", {})]]),
+    )
     async with openprogram.session_context(store=store) as h:
         assert (await Runner.run(triage, "please refund")).final_output == "refunded"
     records = calls(store, h.session_id)
     guards = {r.name: r for r in records if "guardrail" in attributes(r)}
     assert {name: attributes(r)["guardrail"] for name, r in guards.items()} == {
-        "polite": "input", "short_answer": "output", "no_secrets": "tool_input", "no_leaks": "tool_output"}  # fmt: skip
+        "polite": "input",
+        "short_answer": "output",
+        "no_secrets": "tool_input",
+        "no_leaks": "tool_output",
+    }
     assert parent_of(records, guards["polite"]) == one(records, "Triage", "agent")
     for name in ("short_answer", "no_secrets", "no_leaks"):  # the output guardrail runs after the last agent's turn
         assert parent_of(records, guards[name]) == one(records, "Billing", "agent"), name
@@ -283,7 +314,8 @@ async def test_guardrails_are_calls_under_the_agent_they_guard_and_see_the_sessi
     assert guards["no_secrets"].output == {"output_info": "checked", "behavior": "allow"}
     assert all(r.framework == "openai_agents" and r.kind == "call" and r.status == "ok" for r in guards.values())
     assert {where: (handle.session_id, call_id) for where, handle, call_id in SEEN} == {
-        name: (h.session_id, r.call_id) for name, r in guards.items()}  # fmt: skip
+        name: (h.session_id, r.call_id) for name, r in guards.items()
+    }
 
 
 async def test_input_guardrail_tripwire_fails_the_run_with_the_sdk_exception_and_records_the_verdict(

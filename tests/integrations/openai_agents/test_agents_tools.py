@@ -42,8 +42,11 @@ async def test_sync_and_async_tools_called_in_parallel_are_tool_calls_seeing_the
     store: Store,
 ) -> None:
     SEEN.clear()
-    agent = Agent(name="Researcher", tools=[lookup, fetch],
-                  model=scripted_model([[("lookup", {"key": "a"}), ("fetch", {"url": "u"})], "both done"]))  # fmt: skip
+    agent = Agent(
+        name="Researcher",
+        tools=[lookup, fetch],
+        model=scripted_model([[("lookup", {"key": "a"}), ("fetch", {"url": "u"})], "both done"]),
+    )
     async with openprogram.session_context(store=store) as h:
         assert (await Runner.run(agent, "go")).final_output == "both done"
     records = calls(store, h.session_id)
@@ -111,8 +114,11 @@ async def test_openprogram_tool_as_function_tool_has_a_clean_schema_records_once
     noting = function_tool(note)
     assert "_session" not in noting.params_json_schema["properties"]
     assert "_session" not in noting.params_json_schema.get("required", [])
-    agent = Agent(name="Scribe", tools=[noting],
-                  model=scripted_model([[("note", {"text": "hi", "_session": "someone-elses"})], "noted"]))  # fmt: skip
+    agent = Agent(
+        name="Scribe",
+        tools=[noting],
+        model=scripted_model([[("note", {"text": "hi", "_session": "someone-elses"})], "noted"]),
+    )
     async with openprogram.session_context(store=store) as h:
         assert (await Runner.run(agent, "note hi")).final_output == "noted"
     records = calls(store, h.session_id)

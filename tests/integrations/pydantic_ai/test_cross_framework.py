@@ -47,9 +47,15 @@ def _graph(node: Callable[..., Any]) -> Any:
 
 
 EXPECTED = [
-    (0, "turn", "main"), (1, "graph", "LangGraph"), (2, "node", "plan"), (3, "agent", "forecaster"),
-    (4, "llm", "gpt-fake"), (4, "tool", "forecast"), (5, "tool", "lookup"), (4, "llm", "gpt-fake"),
-]  # fmt: skip
+    (0, "turn", "main"),
+    (1, "graph", "LangGraph"),
+    (2, "node", "plan"),
+    (3, "agent", "forecaster"),
+    (4, "llm", "gpt-fake"),
+    (4, "tool", "forecast"),
+    (5, "tool", "lookup"),
+    (4, "llm", "gpt-fake"),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -66,8 +72,9 @@ def test_a_langgraph_node_running_an_agent_sync_is_one_tree(store: Store) -> Non
     records = calls(store, h.session_id)
     assert tree(records) == EXPECTED
     assert {r.kind: r.framework for r in records if r.kind in ("graph", "agent")} == {
-        "graph": "langgraph", "agent": "pydantic_ai",
-    }  # fmt: skip
+        "graph": "langgraph",
+        "agent": "pydantic_ai",
+    }
     assert one(records, "lookup", "tool").framework is None  # recorded by @openprogram.tool itself
 
 

@@ -23,7 +23,16 @@ def test_demo_runs_offline_and_records_one_tree_in_the_demo_session(store: Store
         f"pydantic_ai: tools ran in session(s): {h.session_id}",
     ]
     assert tree(calls(store, h.session_id)) == [
-        (0, "turn", "main"), (1, "agent", "researcher"), (2, "llm", "demo-model"), (2, "tool", "lookup"),
-        (2, "tool", "fetch"), (2, "llm", "demo-model"), (2, "tool", "take_notes"), (3, "agent", "note-taker"),
-        (4, "llm", "demo-model"), (2, "llm", "demo-model"), (1, "agent", "summarizer"), (2, "llm", "demo-model"),
-    ]  # fmt: skip
+        (0, "turn", "main"),
+        (1, "agent", "researcher"),
+        (2, "llm", "demo-model"),
+        (2, "tool", "lookup"),
+        (2, "tool", "fetch"),
+        (2, "llm", "demo-model"),
+        (2, "tool", "take_notes"),
+        (3, "agent", "note-taker"),
+        (4, "llm", "demo-model"),
+        (2, "llm", "demo-model"),
+        (1, "agent", "summarizer"),
+        (2, "llm", "demo-model"),
+    ]

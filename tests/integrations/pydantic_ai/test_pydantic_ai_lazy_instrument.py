@@ -28,8 +28,9 @@ def test_instrument_before_import_patches_pydantic_ai_when_the_program_imports_i
         print(json.dumps({"enabled": sorted(enabled), "imported_early": imported_early, "kinds": kinds}))
     """
     env = {"HOME": str(tmp_path), "OPENPROGRAM_HOME": str(tmp_path / "op"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"enabled": ["pydantic_ai"], "imported_early": False, "kinds": ["turn", "agent", "llm"]}

@@ -75,8 +75,9 @@ def test_each_request_is_one_llm_call_with_messages_tools_params_reply_and_repor
     }
     total = _run_usage(result)
     assert [sum(attributes(r)["usage"][k] for r in (asked, answered)) for k in ("input_tokens", "output_tokens")] == [
-        total.input_tokens, total.output_tokens,
-    ]  # fmt: skip
+        total.input_tokens,
+        total.output_tokens,
+    ]
 
 
 def test_test_model_requests_record_the_usage_pydantic_ai_accounted(store: Store) -> None:

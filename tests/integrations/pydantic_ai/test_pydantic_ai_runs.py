@@ -36,8 +36,9 @@ class Clock:
 
 
 def _weather_agent(model: Any = None, **kwargs: Any) -> Agent[None, str]:
-    agent = Agent(model or scripted([[("forecast", {"city": "Paris"})]], final="sunny in Paris"), name="weather",
-                  **kwargs)  # fmt: skip
+    agent = Agent(
+        model or scripted([[("forecast", {"city": "Paris"})]], final="sunny in Paris"), name="weather", **kwargs
+    )
 
     @agent.tool_plain
     def forecast(city: str) -> str:
@@ -86,11 +87,19 @@ def test_every_entry_point_records_one_agent_call_holding_its_requests_and_tools
         assert ENTRY_POINTS[entry](agent) == "sunny in Paris"
     records = calls(store, h.session_id)
     assert [(depth, kind, name) for depth, kind, name in tree(records)] == [
-        (0, "turn", "main"), (1, "agent", "weather"), (2, "llm", MODEL), (2, "tool", "forecast"), (2, "llm", MODEL),
-    ]  # fmt: skip
+        (0, "turn", "main"),
+        (1, "agent", "weather"),
+        (2, "llm", MODEL),
+        (2, "tool", "forecast"),
+        (2, "llm", MODEL),
+    ]
     run = one(records, "weather", "agent")
-    assert (run.framework, run.status, run.inputs, run.output) == ("pydantic_ai", "ok", {"prompt": "weather?"},
-                                                                   "sunny in Paris")  # fmt: skip
+    assert (run.framework, run.status, run.inputs, run.output) == (
+        "pydantic_ai",
+        "ok",
+        {"prompt": "weather?"},
+        "sunny in Paris",
+    )
     assert set(attributes(run)) == {"run_id", "conversation_id"}
     assert {r.framework for r in records if r.kind != "turn"} == {"pydantic_ai"}
 
@@ -212,9 +221,14 @@ def test_agent_run_in_a_tool_is_under_that_tool(store: Store) -> None:
         assert lead.run_sync("start").output == "done"
     records = calls(store, h.session_id)
     assert [(depth, kind, name) for depth, kind, name in tree(records)] == [
-        (0, "turn", "main"), (1, "agent", "lead"), (2, "llm", MODEL), (2, "tool", "ask_helper"),
-        (3, "agent", "helper"), (4, "llm", MODEL), (2, "llm", MODEL),
-    ]  # fmt: skip
+        (0, "turn", "main"),
+        (1, "agent", "lead"),
+        (2, "llm", MODEL),
+        (2, "tool", "ask_helper"),
+        (3, "agent", "helper"),
+        (4, "llm", MODEL),
+        (2, "llm", MODEL),
+    ]
 
 
 @pytest.mark.usefixtures("instrumented")
@@ -257,8 +271,9 @@ def test_a_run_in_a_session_binds_its_conversation_so_a_later_run_outside_joins_
     agent.run_sync("and tomorrow?", conversation_id=first.conversation_id)
     assert last_run_session_id() == h.session_id
     assert [r.inputs for r in by_kind(calls(store, h.session_id), "agent")] == [
-        {"prompt": "weather?"}, {"prompt": "and tomorrow?"},
-    ]  # fmt: skip
+        {"prompt": "weather?"},
+        {"prompt": "and tomorrow?"},
+    ]
 
 
 @pytest.mark.usefixtures("instrumented")

@@ -131,8 +131,10 @@ def test_arguments_failing_validation_are_a_failed_tool_call_that_never_ran(stor
     invalid, valid = by_kind(records, "tool")
     assert ran == [3]
     assert (invalid.status, invalid.inputs, attributes(invalid)) == (
-        "error", {"n": "not a number"}, {"tool_call_id": "call-0-0", "executed": False},
-    )  # fmt: skip
+        "error",
+        {"n": "not a number"},
+        {"tool_call_id": "call-0-0", "executed": False},
+    )
     assert "ValidationError" in (invalid.error or "")
     assert (valid.status, valid.output, attributes(valid)["retry"]) == ("ok", 9, 1)
     assert parent_of(records, invalid) == one(records, "validating", "agent")
@@ -174,8 +176,12 @@ def test_an_openprogram_tool_has_no_session_in_its_schema_gets_its_run_context_a
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         schemas.update({tool.name: tool.parameters_json_schema for tool in info.function_tools})
         if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="a"),
-                                        ToolCallPart("greet", {"name": "Ada"}, tool_call_id="b")])  # fmt: skip
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="a"),
+                    ToolCallPart("greet", {"name": "Ada"}, tool_call_id="b"),
+                ]
+            )
         return ModelResponse(parts=[TextPart("done")])
 
     agent = Agent(FunctionModel(respond), deps_type=str, name="schemas")
@@ -196,9 +202,12 @@ def test_an_openprogram_tool_has_no_session_in_its_schema_gets_its_run_context_a
 def test_a_session_argument_sent_by_the_model_never_reaches_the_tool(store: Store) -> None:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Rome", "_session": "evil"}, tool_call_id="a"),
-                                        ToolCallPart("lookup", '{"city": "Pisa", "_session": "evil"}',
-                                                     tool_call_id="b")])  # fmt: skip
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("lookup", {"city": "Rome", "_session": "evil"}, tool_call_id="a"),
+                    ToolCallPart("lookup", '{"city": "Pisa", "_session": "evil"}', tool_call_id="b"),
+                ]
+            )
         return ModelResponse(parts=[TextPart("done")])
 
     agent = Agent(FunctionModel(respond), name="guarded")
@@ -235,8 +244,9 @@ def test_toolsets_of_the_agent_and_of_the_run_are_recorded_like_its_own_tools(st
 
 
 def test_a_tool_waiting_for_approval_is_interrupted_and_runs_once_approved(store: Store) -> None:
-    agent = Agent(scripted([[("deploy", {"env": "prod"})]], final="deployed"), name="ops",
-                  output_type=[str, DeferredToolRequests])  # fmt: skip
+    agent = Agent(
+        scripted([[("deploy", {"env": "prod"})]], final="deployed"), name="ops", output_type=[str, DeferredToolRequests]
+    )
 
     @agent.tool
     def deploy(ctx: RunContext[None], env: str) -> str:

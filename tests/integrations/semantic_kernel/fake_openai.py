@@ -20,8 +20,11 @@ MODEL = "gpt-4o-mini"
 
 def tool_calls(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     """A reply asking for tools, each ``(call id, plugin-function, arguments)``."""
-    return {"tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                           for i, n, a in calls]}  # fmt: skip
+    return {
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
+    }
 
 
 def text(content: str) -> dict[str, Any]:
@@ -37,8 +40,9 @@ class ScriptedOpenAI:
         self.bodies: list[dict[str, Any]] = []
 
     def service(self) -> OpenAIChatCompletion:
-        client = AsyncOpenAI(api_key="offline", http_client=httpx.AsyncClient(transport=httpx.MockTransport(self)),
-                             max_retries=0)  # fmt: skip
+        client = AsyncOpenAI(
+            api_key="offline", http_client=httpx.AsyncClient(transport=httpx.MockTransport(self)), max_retries=0
+        )
         return OpenAIChatCompletion(ai_model_id=MODEL, async_client=client)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -55,10 +59,17 @@ class ScriptedOpenAI:
         finish = "tool_calls" if "tool_calls" in step else "stop"
         if not body.get("stream"):
             message = {"role": "assistant", "content": step.get("content"), **step}
-            return httpx.Response(200, json={
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": MODEL,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage,
-            })  # fmt: skip
+            return httpx.Response(
+                200,
+                json={
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": MODEL,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                },
+            )
         events = [_chunk(delta, None) for delta in _deltas(step)]
         events += [_chunk({}, finish), {**_chunk({}, None), "choices": [], "usage": usage}]
         sse = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
@@ -73,14 +84,29 @@ def _deltas(step: dict[str, Any]) -> list[dict[str, Any]]:
     for index, call in enumerate(step["tool_calls"]):
         arguments = call["function"]["arguments"]
         half = len(arguments) // 2
-        deltas.append({"role": "assistant", "tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                                            "function": {"name": call["function"]["name"],
-                                                                         "arguments": ""}}]})  # fmt: skip
+        deltas.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ],
+            }
+        )
         for piece in (arguments[:half], arguments[half:]):
             deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     return deltas
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}  # fmt: skip
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }

@@ -29,9 +29,14 @@ def agent(name: str, city: str, answer: str | None = None, plugin: Weather | Non
     service = ScriptedChatService(default_step=tools_then_answer(calls_, answer or f"{name} says {city} is fine"))
     kernel = Kernel()
     kernel.add_plugin(plugin or Weather(), "weather")
-    return ChatCompletionAgent(name=name, description=f"{name} knows the weather", instructions=f"You are {name}.",
-                               service=service, kernel=kernel,
-                               function_choice_behavior=FunctionChoiceBehavior.Auto())  # fmt: skip
+    return ChatCompletionAgent(
+        name=name,
+        description=f"{name} knows the weather",
+        instructions=f"You are {name}.",
+        service=service,
+        kernel=kernel,
+        function_choice_behavior=FunctionChoiceBehavior.Auto(),
+    )
 
 
 def check_agent_tree(records: list[Any], agent_name: str, city: str) -> Any:
@@ -41,8 +46,10 @@ def check_agent_tree(records: list[Any], agent_name: str, city: str) -> Any:
     children = [r for r in records if r.parent_id == agent_call.call_id]
     assert [r.kind for r in children] == ["llm", "function", "function", "llm"], [(r.kind, r.name) for r in children]
     first, *functions, second = children
-    assert sorted((f.name, f.inputs["city"]) for f in functions) == [("weather.forecast", city),
-                                                                      ("weather.temperature", city)]  # fmt: skip
+    assert sorted((f.name, f.inputs["city"]) for f in functions) == [
+        ("weather.forecast", city),
+        ("weather.temperature", city),
+    ]
     assert {t["name"] for t in first.output["tool_calls"]} == {"weather-forecast", "weather-temperature"}
     assert (
         first.ended_at <= min(f.started_at for f in functions)

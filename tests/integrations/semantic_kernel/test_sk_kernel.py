@@ -33,8 +33,11 @@ from tests.integrations.semantic_kernel.plugins import (
 )
 from tests.support import calls, one
 
-THREE_CALLS = [("weather", "forecast", {"city": "Oslo"}), ("weather", "temperature", {"city": "Oslo"}),
-               ("weather", "forecast", {"city": "Rome"})]  # fmt: skip
+THREE_CALLS = [
+    ("weather", "forecast", {"city": "Oslo"}),
+    ("weather", "temperature", {"city": "Oslo"}),
+    ("weather", "forecast", {"city": "Rome"}),
+]
 
 
 def make_kernel(service: ScriptedChatService | None = None) -> tuple[Kernel, Weather]:
@@ -97,8 +100,7 @@ async def test_auto_function_calling_parallel_calls_share_the_chat_parent(store:
     functions = [r for r in records if r.name.startswith("weather.")]
     assert len(functions) == 3
     assert {r.parent_id for r in functions} == {prompt.call_id}
-    assert all(r.attributes and r.attributes["auto_invoked"] and r.attributes["request_index"] == 0
-               for r in functions)  # fmt: skip
+    assert all(r.attributes and r.attributes["auto_invoked"] and r.attributes["request_index"] == 0 for r in functions)
     assert sorted(r.attributes["function_index"] for r in functions) == [0, 1, 2]  # type: ignore[index]
     # each body saw its own call, in the session
     by_id = {r.call_id for r in functions}

@@ -84,8 +84,10 @@ async def test_each_round_of_auto_function_calling_is_one_llm_call_before_the_to
     assert first.inputs["messages"] == [{"role": "user", "content": "Weather in Oslo?"}]
     asked = first.output["tool_calls"]
     assert first.output["finish_reason"] == "tool_calls"
-    assert [(c["name"], c["arguments"]) for c in asked] == [("weather-forecast", {"city": "Oslo"}),
-                                                             ("weather-temperature", {"city": "Oslo"})]  # fmt: skip
+    assert [(c["name"], c["arguments"]) for c in asked] == [
+        ("weather-forecast", {"city": "Oslo"}),
+        ("weather-temperature", {"city": "Oslo"}),
+    ]
     assert {f1.name, f2.name} == {"weather.forecast", "weather.temperature"}
     if TOOL_CALL_IDS:
         assert {f.attributes["tool_call_id"] for f in (f1, f2)} == {c["id"] for c in asked}
@@ -242,8 +244,10 @@ async def test_uninstrument_restores_the_round_methods_it_wrapped(store: Any) ->
         async def _inner_get_chat_message_contents(self, chat_history: Any, settings: Any) -> Any:
             return await super()._inner_get_chat_message_contents(chat_history, settings)
 
-    own = {cls: {a: cls.__dict__[a] for a in (ROUND, STREAMED_ROUND) if a in cls.__dict__}
-           for cls in (Fresh, ScriptedChatService)}  # fmt: skip
+    own = {
+        cls: {a: cls.__dict__[a] for a in (ROUND, STREAMED_ROUND) if a in cls.__dict__}
+        for cls in (Fresh, ScriptedChatService)
+    }
     history = ChatHistory()
     history.add_user_message("hi")
     openprogram.instrument("semantic_kernel")

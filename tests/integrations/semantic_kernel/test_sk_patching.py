@@ -67,8 +67,9 @@ def test_agent_methods_keep_sks_diagnostics_and_override_markers(instrumented: N
 def _run(code: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENPROGRAM_")}
     env["OPENPROGRAM_HOME"] = str(tmp_path / "home")
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
 
 
