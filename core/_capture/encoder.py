@@ -43,6 +43,10 @@ __all__ = [
     "content_captured",
     "set_content_capture",
     "set_limits",
+    "SECRET_COMPOUNDS",
+    "SECRET_WORDS",
+    "fast_encode",
+    "needs_care",
 ]
 
 REDACTED: Final = "[redacted]"
@@ -103,7 +107,7 @@ ATOMIC_TYPES: Final = frozenset({str, int, float, bool, type(None), bytes})
 PRECAPTURED: Final[tuple[str, ...]] = ("<precaptured>",)
 
 # fmt: off
-_SECRET_WORDS: Final = frozenset(
+SECRET_WORDS: Final = frozenset(
     {
         "password", "passwords", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
         "apikey", "authorization", "auth", "credential", "credentials", "cookie",
@@ -111,7 +115,7 @@ _SECRET_WORDS: Final = frozenset(
     }
 )
 # fmt: on
-_SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
+SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
 _WORD_SPLIT: Final = re.compile(r"[^a-z0-9]+")
 # camelCase and acronyms: "dbPassword", "DBPassword", "APIToken" -> db password, api token.
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -141,7 +145,7 @@ def is_secret_key(key: str) -> bool:
         parts = [p for p in _WORD_SPLIT.split(lowered) if p]
         # Adjacent pairs too: "x-api-key", "private-key", "SessionKey" spell compound secret words.
         words = set(parts) | {a + b for a, b in itertools.pairwise(parts)}
-        hit = bool(words & _SECRET_WORDS) or any(c in lowered for c in _SECRET_COMPOUNDS)
+        hit = bool(words & SECRET_WORDS) or any(c in lowered for c in SECRET_COMPOUNDS)
         if len(_key_cache) < 10_000:
             _key_cache[key] = hit
     return hit
@@ -435,7 +439,7 @@ _KEY_WORDS: Final = ("key", "token", "auth", "pass", "secret", "pwd", "credentia
 """Every secret key (:func:`is_secret_key`) contains one of these, case aside."""
 
 
-def _needs_care(text: str) -> bool:
+def needs_care(text: str) -> bool:
     if "assword" in text or (_may_hold_credential(text) and _CREDENTIAL_STRING.search(text) is not None):
         return True
     if "://" in text and _URL_CREDENTIALS.search(text) is not None:
@@ -542,7 +546,7 @@ def _make_fast_encode() -> Any:
     return encode
 
 
-_fast_encode: Callable[[Any], str] = _make_fast_encode()
+fast_encode: Callable[[Any], str] = _make_fast_encode()
 
 
 def capture_json(value: object) -> str:
@@ -554,10 +558,10 @@ def capture_json(value: object) -> str:
     """
     text: str | None
     try:
-        text = _fast_encode(value)
+        text = fast_encode(value)
     except Exception:  # cycles, non-string keys, NaN, depth, a failing model_dump: take the careful path
         text = None
-    if text is None or len(text) > _limits.max_chars or _needs_care(text):
+    if text is None or len(text) > _limits.max_chars or needs_care(text):
         text = dumps(capture(value))
     return text
 

@@ -1,0 +1,61 @@
+"""Bounded, JSON-safe, secret-redacted captures of arguments and results: the door.
+
+Everything outside this package imports from here; the code is in ``encoder``.
+"""
+
+from .encoder import (
+    ATOMIC_TYPES,
+    PRECAPTURED,
+    REDACTED,
+    SECRET_COMPOUNDS,
+    SECRET_WORDS,
+    Limits,
+    arguments_json,
+    bind_arguments,
+    capture,
+    capture_arguments,
+    capture_json,
+    content_captured,
+    dumps,
+    fast_encode,
+    is_secret_key,
+    json_string,
+    limits,
+    mapping_json,
+    needs_care,
+    parameter_shape,
+    redact_error_text,
+    redact_text,
+    scalar_json,
+    set_content_capture,
+    set_limits,
+)
+
+__all__ = [
+    "ATOMIC_TYPES",
+    "PRECAPTURED",
+    "REDACTED",
+    "Limits",
+    "arguments_json",
+    "bind_arguments",
+    "capture",
+    "capture_arguments",
+    "capture_json",
+    "content_captured",
+    "dumps",
+    "is_secret_key",
+    "json_string",
+    "limits",
+    "mapping_json",
+    "parameter_shape",
+    "redact_error_text",
+    "redact_text",
+    "scalar_json",
+    "set_content_capture",
+    "set_limits",
+    # for the tests of the encoder's fast path
+    "SECRET_COMPOUNDS",
+    "SECRET_WORDS",
+    "fast_encode",
+    "needs_care",
+]
