@@ -94,9 +94,8 @@ def _fast_default(value: Any) -> Any:
 
 
 def _make_fast_encode() -> Any:
-    # The C encoder made once: JSONEncoder.encode() builds a new one on every call, which
-    # cost more than encoding a small value. No cycle markers: a cycle ends in the C
-    # encoder's RecursionError, and the careful walk takes over.
+    # Made once: JSONEncoder.encode() builds one per call, dearer than encoding a small value.
+    # No cycle markers: a cycle ends in the C encoder's RecursionError, and the careful walk takes over.
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # no C accelerator (e.g. PyPy)
         return json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_fast_default).encode

@@ -1,4 +1,8 @@
-"""Whether a text from the C encoder may hold anything the careful walk would redact (:func:`needs_care`)."""
+"""Whether a text from the C encoder may hold anything the careful walk would redact (:func:`needs_care`).
+
+Its checks are supersets of what the walk redacts: credential-looking strings, passwords in
+connection strings, secret-looking keys.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,10 @@ from typing import Final
 
 from .redaction import is_secret_key
 
-__all__ = [
-    "needs_care",
-]
+__all__ = ["needs_care"]
 
-# What might need redaction in an encoded text, as supersets of what the careful
-# walk redacts: credential-looking strings, passwords in connection strings,
-# secret-looking keys. Literal prefixes keep the regex scans at C speed.
-# (A tab or newline after "Bearer" is escaped in the encoded text: a backslash there counts too.)
+# Literal prefixes keep the regex scans at C speed. A tab or newline after "Bearer" is escaped
+# in the encoded text: a backslash there counts too.
 _CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer[\s\\]|Basic[\s\\]|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
 _URL_CREDENTIALS: Final = re.compile(r'://[^"\s/@]{0,512}@')  # bounded: linear on long texts
 _JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
@@ -61,9 +61,8 @@ def needs_care(text: str) -> bool:
         return False
     if not text.isascii():  # not the encoder's output: positions in lower() might shift
         return _any_secret_key(text)
-    # Only keys holding a key word are judged. Finding them from the word's position costs a
-    # few string operations each; taking every key of a message apart (the old way) cost
-    # twice the encoding of a LangChain message that merely reports "input_tokens".
+    # Only keys holding a key word are judged, each found from the word's position: a text that
+    # merely reports "input_tokens" must not pay for taking every key apart (see bench/README.md).
     for word in _KEY_WORDS:
         at = lowered.find(word)
         while at >= 0:

@@ -20,15 +20,30 @@ __all__ = [
 
 REDACTED: Final = "[redacted]"
 
-# fmt: off
 SECRET_WORDS: Final = frozenset(
     {
-        "password", "passwords", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
-        "apikey", "authorization", "auth", "credential", "credentials", "cookie",
-        "cookies", "privatekey", "signature", "sessionkey", "accesskey", "clientsecret",
+        "password",
+        "passwords",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "secret",
+        "secrets",
+        "token",
+        "apikey",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "cookies",
+        "privatekey",
+        "signature",
+        "sessionkey",
+        "accesskey",
+        "clientsecret",
     }
 )
-# fmt: on
 SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
 _WORD_SPLIT: Final = re.compile(r"[^a-z0-9]+")
 # camelCase and acronyms: "dbPassword", "DBPassword", "APIToken" -> db password, api token.
@@ -43,8 +58,7 @@ SECRET_INITIALS: Final = frozenset("BsgxA")  # first letters of every SECRET_VAL
 # not captured values: error messages.
 _SECRET_ANYWHERE: Final = re.compile(r"(?<![A-Za-z0-9_-])" + SECRET_VALUE.pattern[1:])
 # Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
-# (A scheme starts only where a run of scheme characters starts: a match tried at every
-# letter of a long run would make this quadratic.)
+# A scheme starts only where a run of scheme characters starts: one tried at every letter is quadratic.
 _URL_PASSWORD: Final = re.compile(
     r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,32}://[^\s:/@]{0,256}:)[^\s@]{1,256}(?=@)", re.IGNORECASE
 )  # bounded parts: a scan from each "x://" of a long text must not run to its end

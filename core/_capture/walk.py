@@ -166,9 +166,8 @@ def convert_object(value: object) -> Any:
     try:
         kind = type(value)
         if hasattr(kind, "__pydantic_fields__"):
-            # A pydantic v2 model keeps its field values in __dict__: reading them is much
-            # cheaper than model_dump(), and nested models are converted as they are reached.
-            # Fields the model excludes from dumps (often clients or keys) stay out.
+            # A pydantic v2 model's field values are in __dict__, far cheaper to read than model_dump():
+            # nested models are converted as reached; fields excluded from dumps (clients, keys) stay out.
             fields = model_fields.get(kind)
             if fields is None:
                 names = tuple(
