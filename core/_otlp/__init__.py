@@ -7,10 +7,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import live
 from .live import BATCH_DELAY, EXIT_SECONDS, export_choice, flush_export, set_export
 from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, traces_endpoint
-from .spans import default_resource, span_id_of, spans_of, trace_id_of
+
+if TYPE_CHECKING:
+    from .spans import default_resource, span_id_of, spans_of, trace_id_of
 
 __all__ = [
     "BATCH_DELAY",
@@ -30,3 +34,14 @@ __all__ = [
     "trace_id_of",
     "traces_endpoint",
 ]
+
+# The span builders need OpenTelemetry, which openprogram does not require: imported when first used.
+_SPAN_BUILDERS = frozenset({"default_resource", "span_id_of", "spans_of", "trace_id_of"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SPAN_BUILDERS:
+        from . import spans
+
+        return getattr(spans, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
