@@ -114,23 +114,9 @@ def spans_of(rows: Iterable[CallRow], resource: Resource, *, content: bool) -> l
 
 
 def _span(call: StoredRow, resource: Resource, content: bool, latest: Mapping[str, float]) -> ReadableSpan:
-    (
-        call_id,
-        session_id,
-        turn_id,
-        parent_id,
-        kind,
-        name,
-        framework,
-        status,
-        inputs,
-        output,
-        error,
-        attributes,
-        started_at,
-        ended_at,
-        _owner,
-    ) = call
+    # the row layout (CALL_COLUMNS), kept as a table
+    (call_id, session_id, turn_id, parent_id, kind, name, framework, status,
+     inputs, output, error, attributes, started_at, ended_at, _owner) = call  # fmt: skip
     recorded = _decoded(attributes)
     if not isinstance(recorded, dict):
         recorded = {}

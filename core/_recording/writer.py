@@ -289,23 +289,9 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
         error = _text(error, 8192)
     if attributes is not None and type(attributes) is not str:
         attributes = mapping_json(attributes)
-    return (
-        call_id,
-        session.session_id,
-        session.turn_id,
-        parent,
-        kind,
-        name,
-        framework,
-        status,
-        inputs,
-        output,
-        error,
-        attributes,
-        started_at,
-        ended_at,
-        owner,
-    )
+    # the row layout (CALL_COLUMNS), kept as a table
+    return (call_id, session.session_id, session.turn_id, parent, kind, name, framework, status, inputs, output,
+            error, attributes, started_at, ended_at, owner)  # fmt: skip
 
 
 _plain_names: set[str] = set()  # names seen that a store takes as they are: most calls repeat a name

@@ -25,42 +25,16 @@ __all__ = [
 
 #: Columns of a call row, in the order of :data:`CallRow` tuples.
 CALL_COLUMNS = (
-    "call_id",
-    "session_id",
-    "turn_id",
-    "parent_id",
-    "kind",
-    "name",
-    "framework",
-    "status",
-    "inputs",
-    "output",
-    "error",
-    "attributes",
-    "started_at",
-    "ended_at",
-    "owner",
-)
+    "call_id", "session_id", "turn_id", "parent_id", "kind", "name", "framework", "status",
+    "inputs", "output", "error", "attributes", "started_at", "ended_at", "owner",
+)  # fmt: skip
 
 #: (call_id, session_id, turn_id, parent_id, kind, name, framework, status,
 #:  inputs_json, output_json, error, attributes_json, started_at, ended_at, owner)
 CallRow = tuple[
-    str,
-    str,
-    str,
-    "str | None",
-    str,
-    str,
-    "str | None",
-    str,
-    "str | None",
-    "str | None",
-    "str | None",
-    "str | None",
-    float,
-    "float | None",
-    str,
-]
+    str, str, str, "str | None", str, str, "str | None", str,
+    "str | None", "str | None", "str | None", "str | None", float, "float | None", str,
+]  # fmt: skip
 
 _WIDTH = len(CALL_COLUMNS)
 
@@ -146,48 +120,18 @@ AliasRow = tuple[str, str, str, float]
 
 #: Columns of an effect row (the undo journal), in the order of :data:`EffectRow` tuples.
 EFFECT_COLUMNS = (
-    "effect_id",
-    "call_id",
-    "session_id",
-    "turn_id",
-    "kind",
-    "name",
-    "framework",
-    "state",
-    "inputs",
-    "output",
-    "started_at",
-    "ended_at",
-    "owner",
-    "claimed_by",
-    "claimed_at",
-    "undo_call_id",
-    "error",
-)
+    "effect_id", "call_id", "session_id", "turn_id", "kind", "name", "framework", "state",
+    "inputs", "output", "started_at", "ended_at", "owner", "claimed_by", "claimed_at", "undo_call_id", "error",
+)  # fmt: skip
 
 #: (effect_id, call_id, session_id, turn_id, kind, name, framework, state, inputs_json, output_json,
 #:  started_at, ended_at, owner, claimed_by, claimed_at, undo_call_id, error)
 #: ``state`` is ``pending`` (journaled, its call not ended), ``applied``, ``unknown``, ``undoing``
 #: (claimed by the undo process ``claimed_by``) or ``undone``.
 EffectRow = tuple[
-    str,
-    str,
-    str,
-    str,
-    str,
-    str,
-    "str | None",
-    str,
-    "str | None",
-    "str | None",
-    float,
-    "float | None",
-    str,
-    "str | None",
-    "float | None",
-    "str | None",
-    "str | None",
-]
+    str, str, str, str, str, str, "str | None", str, "str | None", "str | None",
+    float, "float | None", str, "str | None", "float | None", "str | None", "str | None",
+]  # fmt: skip
 
 #: (effect_id, state, output_json, ended_at): how a ``pending`` effect ended; state None drops it (its call failed).
 EffectOutcome = tuple[str, "str | None", "str | None", float]

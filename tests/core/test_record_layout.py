@@ -21,30 +21,20 @@ from openprogram import _recording, _sessions
 from openprogram._calls import call_scope, close_call, detach_call, open_call
 from openprogram._capture import PRECAPTURED, parameter_shape
 from openprogram._recording import (
-    ARGS,
     ATTRIBUTES,
     CALL_ID,
-    ENDED_AT,
-    ERROR,
-    FIELDS,
-    FRAMEWORK,
     KIND,
     KWARGS,
     NAME,
     NAMES,
-    OUTPUT,
-    PARENT,
-    RECORD_WIDTH,
     SESSION,
-    START_WIDTH,
-    STARTED_AT,
-    STATUS,
     SessionHandle,
     begin_call,
     call_var,
     end_call,
     inflight,
     queue,
+    record,
     session_var,
 )
 from openprogram._runtime import as_text
@@ -67,10 +57,10 @@ def appending() -> Iterator[list[Record]]:
     start = len(queue)
     yield entries
     items = queue[start:]
-    assert len(items) % RECORD_WIDTH == 0, f"{len(items)} items appended: not whole entries"
-    for i in range(0, len(items), RECORD_WIDTH):
+    assert len(items) % record.RECORD_WIDTH == 0, f"{len(items)} items appended: not whole entries"
+    for i in range(0, len(items), record.RECORD_WIDTH):
         if type(items[i]) is not _recording.writer._Tag:
-            entries.append(tuple(items[i : i + RECORD_WIDTH]))
+            entries.append(tuple(items[i : i + record.RECORD_WIDTH]))
 
 
 def appended(action: Callable[[], Any]) -> list[Record]:
@@ -98,16 +88,16 @@ def check(
     error: str | None = None,
 ) -> dict[str, Any]:
     """Check a record's start and end at the named slots; return the row the writer makes of it."""
-    assert len(start) == START_WIDTH
-    assert len(end) == RECORD_WIDTH
-    assert end[:ATTRIBUTES] == start[:ATTRIBUTES] and end[STARTED_AT] == start[STARTED_AT]
+    assert len(start) == record.START_WIDTH
+    assert len(end) == record.RECORD_WIDTH
+    assert end[:ATTRIBUTES] == start[:ATTRIBUTES] and end[record.STARTED_AT] == start[record.STARTED_AT]
     assert type(start[CALL_ID]) in (str, int)
     assert start[SESSION] is session
-    assert start[PARENT] == parent
-    assert (start[KIND], start[NAME], start[FRAMEWORK]) == (kind, name, framework)
-    assert type(start[STARTED_AT]) is float
-    assert (end[STATUS], end[ERROR]) == (status, error)
-    assert type(end[ENDED_AT]) is float and end[ENDED_AT] >= start[STARTED_AT]
+    assert start[record.PARENT] == parent
+    assert (start[KIND], start[NAME], start[record.FRAMEWORK]) == (kind, name, framework)
+    assert type(start[record.STARTED_AT]) is float
+    assert (end[record.STATUS], end[record.ERROR]) == (status, error)
+    assert type(end[record.ENDED_AT]) is float and end[record.ENDED_AT] >= start[record.STARTED_AT]
     row = dict(zip(CALL_COLUMNS, _recording.writer._encode(end, "owner"), strict=True))
     assert row["call_id"] == as_text(start[CALL_ID])
     assert (row["session_id"], row["turn_id"]) == (session.session_id, session.turn_id)
@@ -122,29 +112,29 @@ def running_start() -> Record:
 
 
 def test_the_layout_names_every_slot() -> None:
-    assert len(FIELDS) == RECORD_WIDTH == 15 and START_WIDTH == 11
-    for index, field in enumerate(FIELDS):
-        assert getattr(_recording, field.upper()) == index
-    assert FIELDS[START_WIDTH] == "status"
+    assert len(record.FIELDS) == record.RECORD_WIDTH == 15 and record.START_WIDTH == 11
+    for index, field in enumerate(record.FIELDS):
+        assert getattr(record, field.upper()) == index
+    assert record.FIELDS[record.START_WIDTH] == "status"
     # The writer unpacks a record under the layout's names, in its order.
-    assert _recording.writer._encode.__code__.co_varnames[2 : 2 + RECORD_WIDTH] == FIELDS
-    assert START_WIDTH + len(_recording.writer._RUNNING) == RECORD_WIDTH
+    assert _recording.writer._encode.__code__.co_varnames[2 : 2 + record.RECORD_WIDTH] == record.FIELDS
+    assert record.START_WIDTH + len(_recording.writer._RUNNING) == record.RECORD_WIDTH
 
 
 def test_begin_call_and_end_call(store: openprogram.Store) -> None:
     with openprogram.session_context(store=store) as h, writer_paused():
         rec = begin_call(h, "parent-1", "node", "agent", "langgraph", {"state": [1]}, {"step": 3})
         assert inflight[rec[CALL_ID]] is rec
-        assert (rec[NAMES], rec[ARGS], rec[KWARGS]) == (PRECAPTURED, '{"state":[1]}', None)
+        assert (rec[NAMES], rec[record.ARGS], rec[KWARGS]) == (PRECAPTURED, '{"state":[1]}', None)
         assert rec[ATTRIBUTES] == {"step": 3}
         end = only(appended(lambda: end_call(rec, None, {"answer": 42}, {"cached": True})))
         row = check(rec, end, session=h, parent="parent-1", kind="node", name="agent", framework="langgraph")
-        assert end[ATTRIBUTES] == {"step": 3, "cached": True} and end[OUTPUT] == ('{"answer":42}',)
+        assert end[ATTRIBUTES] == {"step": 3, "cached": True} and end[record.OUTPUT] == ('{"answer":42}',)
         assert (row["inputs"], row["output"]) == ('{"state":[1]}', '{"answer":42}')
         assert rec[CALL_ID] not in inflight
 
         failed = begin_call(h, None, "call", "plain")
-        assert (failed[NAMES], failed[ARGS], failed[ATTRIBUTES]) == (None, None, None)
+        assert (failed[NAMES], failed[record.ARGS], failed[ATTRIBUTES]) == (None, None, None)
         end = only(appended(lambda: end_call(failed, ValueError("boom"))))
         check(failed, end, session=h, parent=None, kind="call", name="plain", status="error", error="ValueError: boom")
         assert appended(lambda: end_call(failed)) == []  # ended once
@@ -157,15 +147,15 @@ def test_open_call_and_close_call(store: openprogram.Store, monkeypatch: pytest.
         assert opened is not None
         start, _, session_token = opened
         assert session_token is None  # the current session: nothing to install
-        assert call_var.get() == start[CALL_ID] and (start[NAMES], start[ARGS]) == (None, None)
+        assert call_var.get() == start[CALL_ID] and (start[NAMES], start[record.ARGS]) == (None, None)
         end = only(appended(lambda: close_call(opened, output="done")))
         row = check(start, end, session=h, parent=h.root_call_id, kind="node", name="plan", framework="crewai")
-        assert end[OUTPUT] == "done" and row["output"] == '"done"'
+        assert end[record.OUTPUT] == "done" and row["output"] == '"done"'
 
         opened = open_call("tool", "lookup", "crewai", {"q": "x"}, '{"id":"7"}')
         assert opened is not None
         start = opened[0]  # (the record, the call token, the session token)
-        assert (start[NAMES], start[ARGS], start[ATTRIBUTES]) == (PRECAPTURED, '{"q":"x"}', '{"id":"7"}')
+        assert (start[NAMES], start[record.ARGS], start[ATTRIBUTES]) == (PRECAPTURED, '{"q":"x"}', '{"id":"7"}')
         end = only(appended(lambda: close_call(opened, KeyError("k"))))
         check(
             start,
@@ -198,12 +188,12 @@ def test_call_scope_and_detach_call(store: openprogram.Store) -> None:
             call_scope("graph", "g", framework="langgraph", inputs={"n": 1}, attributes={"a": 1}) as scope,
         ):
             start = scope.rec
-            assert start is not None and (start[NAMES], start[ARGS]) == (PRECAPTURED, '{"n":1}')
+            assert start is not None and (start[NAMES], start[record.ARGS]) == (PRECAPTURED, '{"n":1}')
             scope.set_output(["out"])
             scope.set_attributes(b=2)
         end = only(ended)
         check(start, end, session=h, parent=h.root_call_id, kind="graph", name="g", framework="langgraph")
-        assert end[ATTRIBUTES] == {"a": 1, "b": 2} and end[OUTPUT] == ('["out"]',)
+        assert end[ATTRIBUTES] == {"a": 1, "b": 2} and end[record.OUTPUT] == ('["out"]',)
 
         other = SessionHandle("other", "turn", None, False, "main", store, "other-root")
         scope = call_scope("node", "n", session=other, parent_id="p-9").enter()
@@ -278,8 +268,12 @@ def test_every_tool_path(store: openprogram.Store) -> None:
         start = starts["compiled"]
         row = check(start, end, session=h, parent=root, kind="tool", name="compiled")
         assert type(start[CALL_ID]) is int  # the counter value, spelled out by the writer
-        assert (start[NAMES], start[ARGS], start[KWARGS]) == (parameter_shape(("query", "limit")), ("q", 5), None)
-        assert end[OUTPUT] == "q" and (row["inputs"], row["output"]) == ('{"query":"q","limit":5}', '"q"')
+        assert (start[NAMES], start[record.ARGS], start[KWARGS]) == (
+            parameter_shape(("query", "limit")),
+            ("q", 5),
+            None,
+        )
+        assert end[record.OUTPUT] == "q" and (row["inputs"], row["output"]) == ('{"query":"q","limit":5}', '"q"')
 
         def fail() -> None:
             with pytest.raises(ValueError):
@@ -296,28 +290,28 @@ def test_every_tool_path(store: openprogram.Store) -> None:
             status="error",
             error="ValueError: bad",
         )
-        assert end[OUTPUT] is None
+        assert end[record.OUTPUT] is None
 
         end = only(appended(lambda: generic(1, 2, flag=True)))  # a keyword argument: the general path
         start = starts["generic"]
         check(start, end, session=h, parent=root, kind="tool", name="generic")
         assert type(start[CALL_ID]) is str
-        assert (start[NAMES], start[ARGS], start[KWARGS]) == ((), (1, 2), {"flag": True})
+        assert (start[NAMES], start[record.ARGS], start[KWARGS]) == ((), (1, 2), {"flag": True})
 
         end = only(appended(lambda: generic([1], {"k": "v"})))  # mutable arguments: captured at the call
         start = starts["generic"]
         check(start, end, session=h, parent=root, kind="tool", name="generic")
         captured = '{"*args[0]":[1],"*args[1]":{"k":"v"}}'
-        assert (start[NAMES], start[ARGS], start[KWARGS]) == (PRECAPTURED, captured, None)
+        assert (start[NAMES], start[record.ARGS], start[KWARGS]) == (PRECAPTURED, captured, None)
 
         end = only(appended(lambda: Helper().method(3)))  # a method: self is left out
         start = starts["method"]
         check(start, end, session=h, parent=root, kind="tool", name="method")
-        assert (start[NAMES], start[ARGS], start[KWARGS]) == (("x",), (3,), {})
+        assert (start[NAMES], start[record.ARGS], start[KWARGS]) == (("x",), (3,), {})
 
         end = only(appended(lambda: asyncio.run(coroutine(7))))
         check(starts["coroutine"], end, session=h, parent=root, kind="tool", name="coroutine")
-        assert end[OUTPUT] == 7
+        assert end[record.OUTPUT] == 7
 
         end = only(appended(lambda: list(generator(2))))
         row = check(starts["generator"], end, session=h, parent=root, kind="tool", name="generator")
@@ -339,7 +333,7 @@ def test_session_turns(store: openprogram.Store) -> None:
         end = only(ended)
         check(start, end, session=inner, parent=None, kind="turn", name="main")
         assert start[CALL_ID] == inner.root_call_id
-        assert (start[NAMES], start[ARGS], start[ATTRIBUTES]) == (
+        assert (start[NAMES], start[record.ARGS], start[ATTRIBUTES]) == (
             PRECAPTURED,
             '{"runtime":{"model":"m"}}',
             {"created": True},
