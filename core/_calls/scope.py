@@ -91,34 +91,13 @@ def open_call(
         if not n & 0xFFF:
             _ids.every_4096_calls()
         call_id = _ids.prefix + hex(n)
+        # the record layout (record.FIELDS), kept as a table
         if inputs is None:
-            rec = (
-                call_id,
-                handle,
-                call_var.get() or handle.root_call_id,
-                kind,
-                name,
-                framework,
-                None,
-                None,
-                None,
-                attributes or None,
-                time.time(),
-            )
+            rec = (call_id, handle, call_var.get() or handle.root_call_id, kind, name, framework, None, None, None,
+                   attributes or None, time.time())  # fmt: skip
         else:
-            rec = (
-                call_id,
-                handle,
-                call_var.get() or handle.root_call_id,
-                kind,
-                name,
-                framework,
-                PRECAPTURED,
-                capture_json(inputs),
-                None,
-                attributes or None,
-                time.time(),
-            )
+            rec = (call_id, handle, call_var.get() or handle.root_call_id, kind, name, framework, PRECAPTURED,
+                   capture_json(inputs), None, attributes or None, time.time())  # fmt: skip
         inflight[call_id] = rec
         return rec, call_var.set(call_id), None
     except NoSessionError:

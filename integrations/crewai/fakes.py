@@ -118,17 +118,8 @@ class _Script:
             return f"Thought: I should use {name}\nAction: {name}\nAction Input: {json.dumps(args)}"
         return f"Thought: I now know the final answer\nFinal Answer: {self.final}"
 
-    async def acall(
-        self,
-        messages: Any,
-        tools: Any = None,
-        callbacks: Any = None,
-        available_functions: Any = None,
-        from_task: Any = None,
-        from_agent: Any = None,
-        response_model: Any = None,
-    ) -> Any:
-        return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call(*args, **kwargs)
 
 
 @functools.cache
