@@ -29,14 +29,13 @@ from .._recording import (
     ATTRIBUTES,
     CALL_ID,
     SESSION,
-    NoSessionError,
     begin_call,
     call_var,
     inflight,
     queue,
     session_var,
 )
-from .._runtime import log_once
+from .._runtime import NoSessionError, log_once
 from .later import LaterCall
 from .scope import resolve
 

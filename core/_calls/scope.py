@@ -20,7 +20,6 @@ from .._recording import (
     CALL_ID,
     KIND,
     NAME,
-    NoSessionError,
     SessionHandle,
     begin_call,
     call_var,
@@ -30,6 +29,7 @@ from .._recording import (
     reset_var,
     session_var,
 )
+from .._runtime import NoSessionError
 from .._runtime import ids as _ids
 from .._sessions import implicit_session
 

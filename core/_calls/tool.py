@@ -46,12 +46,13 @@ Rebind = Callable[[Callable[..., Any]], None]
 UndoDeclarer = Callable[[Callable[..., Any], str, "tuple[str, ...]", int, str, Rebind], Callable[..., Any]]
 
 # The undo feature sits above the calls and registers itself here when imported (``import openprogram`` does).
-_undo_declarer: list[UndoDeclarer] = []
+_undo_declarer: UndoDeclarer | None = None
 
 
 def declare_undo_with(declarer: UndoDeclarer) -> None:
     """Give every tool decorated from now on a ``.undo`` made by ``declarer``."""
-    _undo_declarer[:] = [declarer]
+    global _undo_declarer
+    _undo_declarer = declarer
 
 
 _MAX_YIELDS = 100
@@ -132,8 +133,8 @@ def _decorate(func: F, name: str | None = None) -> F:
             p for p in framework_params if not (isinstance(p, dict) and p.get("name") == "_session")
         ]
     wrapper.__openprogram_tool__ = tool_name  # type: ignore[attr-defined]
-    for declarer in _undo_declarer:
-        wrapper.undo = declarer(func, tool_name, names, skip, shape, rebind)  # type: ignore[attr-defined]
+    if _undo_declarer is not None:
+        wrapper.undo = _undo_declarer(func, tool_name, names, skip, shape, rebind)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

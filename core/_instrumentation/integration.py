@@ -29,7 +29,7 @@ from .overrides import ORIGINAL, Overrides, hook_new_subclasses
 from .overrides import function_of as _function_of
 from .overrides import rewrap as _rewrap
 
-__all__ = ["ORIGINAL", "DidNotEnable", "Integration", "Target", "lowest_supported", "version_tuple"]
+__all__ = ["ORIGINAL", "Integration", "Target", "lowest_supported", "version_tuple"]
 
 logger = logging.getLogger("openprogram")
 

@@ -11,7 +11,8 @@ import importlib
 import logging
 import threading
 
-from .integration import DidNotEnable, Integration
+from .._runtime import DidNotEnable
+from .integration import Integration
 
 __all__ = ["instrument", "instrumented", "uninstrument"]
 

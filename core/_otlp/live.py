@@ -20,7 +20,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .._capture import content_captured
-from .._recording import writer as _writer
+from .._recording import flush, on_calls_written
 from ..stores import CallRows
 from .sender import MAX_BATCH, Sender, require_otlp
 
@@ -78,7 +78,7 @@ def export_choice() -> str:
 def flush_export(timeout: float = 30.0) -> bool:
     """Block until every call recorded so far has been exported live; False if the backend is failing or time ran
     out. (Nothing else waits for the export: ``openprogram.flush()`` waits for the store only.)"""
-    _writer.flush(timeout)
+    flush(timeout)
     live = _live
     return True if live is None else live.wait_sent(timeout)
 
@@ -320,6 +320,6 @@ def _forget_after_fork() -> None:
 # Registered after the writer's own exit handler, so run before it: the writer's final batches
 # then reach a closing exporter, which sends them before the process ends.
 atexit.register(_close_at_exit)
-_writer.on_calls_written(_written)
+on_calls_written(_written)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from . import record, writer  # the modules too, for the writer's state and white-box tests of the layout
 from .context import (
-    NoSessionError,
     SessionHandle,
     call_var,
     current_call_id,
@@ -58,7 +57,6 @@ __all__ = [
     "NAME",
     "NAMES",
     "SESSION",
-    "NoSessionError",
     "SessionHandle",
     "begin_call",
     "call_var",

@@ -13,13 +13,12 @@ import logging
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
-from .._runtime import NoSessionError, as_text
+from .._runtime import as_text
 
 if TYPE_CHECKING:
     from ..stores import Store
 
 __all__ = [
-    "NoSessionError",
     "SessionHandle",
     "call_var",
     "current_call_id",

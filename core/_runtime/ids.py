@@ -14,7 +14,6 @@ from typing import overload
 from .errors import InvalidSessionId
 
 __all__ = [
-    "InvalidSessionId",
     "MAX_ID_LENGTH",
     "derive_session_id",
     "every_4096_calls",

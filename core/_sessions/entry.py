@@ -17,8 +17,18 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any
 
-from .._recording import CALL_ID, SessionHandle, begin_call, call_var, end_call, reset_var, session_var
-from .._recording import writer as _writer
+from .._recording import (
+    CALL_ID,
+    SessionHandle,
+    begin_call,
+    call_var,
+    end_call,
+    ensure_started,
+    flush,
+    flush_async,
+    reset_var,
+    session_var,
+)
 from .._runtime import as_text, new_call_id, new_session_id, run_blocking, validate_session_id
 from ..stores import Store, open_store
 from .known import is_known, learn, note_session
@@ -111,7 +121,7 @@ class session_context:
         return open_store(self.store), self.session_id or new_session_id()
 
     def _install(self, store: Store, session_id: str, created: bool) -> SessionHandle:
-        _writer.ensure_started()
+        ensure_started()
         current = session_var.get()
         now = time.time()
         turn_id = self.turn_id or new_session_id()
@@ -147,7 +157,7 @@ class session_context:
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._uninstall(exc).outermost:
-            _writer.flush(EXIT_FLUSH_TIMEOUT)
+            flush(EXIT_FLUSH_TIMEOUT)
 
     def _absent_and_claimed(self, store: Store, session_id: str) -> bool:
         """Whether this entry makes the session: absent from the store, and claimed first."""
@@ -168,7 +178,7 @@ class session_context:
     ) -> None:
         if self._uninstall(exc).outermost:
             try:
-                await asyncio.wait_for(_writer.flush_async(), EXIT_FLUSH_TIMEOUT)
+                await asyncio.wait_for(flush_async(), EXIT_FLUSH_TIMEOUT)
             except asyncio.TimeoutError:
                 logger.warning("openprogram: records of session %s are not durable yet", self.session_id)
 
@@ -189,7 +199,7 @@ class run_with_session:
         self._tokens: list[tuple[Token[Any], ...]] = []
 
     def __enter__(self) -> SessionHandle:
-        _writer.ensure_started()
+        ensure_started()
         current = session_var.get()
         tokens: tuple[Token[Any], ...] = (session_var.set(self.handle),)
         if current is None or current.session_id != self.handle.session_id or call_var.get() is None:
@@ -245,7 +255,7 @@ def export_context(env: dict[str, str] | None = None) -> dict[str, str]:
             "reach; the child's calls will not join it",
             handle.session_id,
         )
-    _writer.flush()  # the parent's calls exist before the child's refer to them
+    flush()  # the parent's calls exist before the child's refer to them
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from .._recording import writer as _writer
+from .._recording import enqueue
 from ..stores import Store
 
 __all__ = ["is_known", "learn", "note_session"]
@@ -20,7 +20,7 @@ _lock = threading.Lock()
 def note_session(store: Store, session_id: str, agent_id: str, at: float) -> None:
     """Queue the session's row (created or last updated ``at``) and remember it as recorded."""
     _known.add((id(store), session_id))
-    _writer.enqueue([session_id, agent_id, at, at, store])
+    enqueue([session_id, agent_id, at, at, store])
 
 
 def is_known(store: Store, session_id: str) -> bool:

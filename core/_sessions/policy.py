@@ -15,9 +15,8 @@ import threading
 import time
 from typing import Any
 
-from .._recording import NoSessionError, SessionHandle, begin_call, end_call
-from .._recording import writer as _writer
-from .._runtime import InvalidSessionId, new_call_id, new_session_id, validate_session_id
+from .._recording import SessionHandle, begin_call, end_call, ensure_started, on_exit
+from .._runtime import InvalidSessionId, NoSessionError, new_call_id, new_session_id, validate_session_id
 from ..stores import open_store
 from .known import note_session
 
@@ -128,14 +127,14 @@ def _from_environment() -> SessionHandle | None:
     parent = os.environ.get(ENV_PARENT_CALL) or ""
     agent_id = os.environ.get(ENV_AGENT_ID) or "main"
     store = open_store()
-    _writer.ensure_started()  # else nothing is written before exit, and a killed child loses it all
+    ensure_started()  # else nothing is written before exit, and a killed child loses it all
     note_session(store, session_id, agent_id, time.time())
     return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
 
 
 def _open_implicit(entry: str) -> SessionHandle:
     global _implicit_rec
-    _writer.ensure_started()
+    ensure_started()
     store = open_store()
     session_id = new_session_id()
     turn_id = new_session_id()
@@ -187,6 +186,6 @@ def _forget_implicit_after_fork() -> None:
     _implicit_lock = threading.Lock()
 
 
-_writer.on_exit(_close_implicit)
+on_exit(_close_implicit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_implicit_after_fork)

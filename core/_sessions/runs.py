@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from .._recording import SessionHandle, session_var
-from .._recording import writer as _writer
+from .._recording import SessionHandle, enqueue, session_var
 from .._runtime import derive_session_id, log_once
 from ..stores import Store, open_store
 from .entry import session_context
@@ -155,7 +154,7 @@ def session_for_run(namespace: str, key: str, *, agent_id: str = "main") -> sess
         last_key = (namespace, key)
         last = _last_binding.get(last_key)
         if last is None or last[0] is not current.store or last[1] != current.session_id:
-            _writer.enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
+            enqueue({"alias": (namespace, key, current.session_id, time.time()), "store": current.store})
             _last_binding.pop(last_key, None)  # re-inserted last: the oldest binding is dropped first
             if len(_last_binding) >= _MAX_LAST_BINDINGS:
                 del _last_binding[next(iter(_last_binding))]

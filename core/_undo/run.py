@@ -31,7 +31,7 @@ from .files import file_effect, forget_snapshot, restore
 from .plan import Planned, UndoPlan, plan_effects
 
 # The public undo API is exported from here: what declares, journals, plans and runs it.
-__all__ = ["UNDO_AGENT", "Effect", "UndoError", "UndoPlan", "describe_effect", "file_effect", "register_undo", "undo"]
+__all__ = ["UNDO_AGENT", "Effect", "UndoPlan", "describe_effect", "file_effect", "register_undo", "undo"]
 
 UNDO_AGENT = "undo"
 """The agent of the turns undo records its compensations in."""

@@ -28,12 +28,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from .._runtime import StoreError
 from ._base import (
     HEARTBEAT_STALE_SECONDS,
     CallRecord,
     SessionInfo,
     Store,
-    StoreError,
     effect_state,
     on_read,
     owner_alive,

@@ -25,7 +25,6 @@ __all__ = [
     "HEARTBEAT_STALE_SECONDS",
     "SessionInfo",
     "Store",
-    "StoreError",
     "effect_state",
     "on_read",
     "owner_alive",

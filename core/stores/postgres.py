@@ -35,8 +35,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from .._runtime import StoreError
 from . import safe_url
-from ._base import SessionInfo, Store, StoreError, session_info
+from ._base import SessionInfo, Store, session_info
 from ._rows import AliasRow, CallRow, EffectOutcome, EffectRow, SessionRow, effect_changes
 
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import SessionInfo, Store, StoreError, session_info
+from .._runtime import StoreError
+from ._base import SessionInfo, Store, session_info
 from ._rows import AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, SessionRow, effect_changes
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
