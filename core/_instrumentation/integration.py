@@ -4,7 +4,7 @@ An adapter is one :class:`Integration` subclass. It names its framework
 (``identifier``, ``distribution``, ``extra``, the ``trigger`` module whose import
 enables it) and returns its :class:`Target` table from :meth:`Integration.targets`:
 rows of (owner, attribute, wrap); a row with ``overrides=True`` also wraps the attribute
-on every subclass of the owner that defines its own (:mod:`._overrides`). The base checks the installed version against
+on every subclass of the owner that defines its own (:mod:`.overrides`). The base checks the installed version against
 the floor declared once, in openprogram's extras metadata; waits for the trigger
 module to be imported; applies each row when its owner's module is imported;
 and restores exactly what it replaced. Applying twice wraps once.
@@ -45,7 +45,7 @@ class Target:
     framework lacks, is skipped. ``overrides=True`` (a class owner): the attribute is also
     wrapped on every subclass that defines its own, now and when one is defined later, and
     restored on each; ``skip_owner=True`` leaves the owner's own definition alone (an abstract
-    or raising base). See :mod:`openprogram._overrides`.
+    or raising base). See :mod:`openprogram._instrumentation.overrides`.
     """
 
     owner: str

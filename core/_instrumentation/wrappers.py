@@ -70,7 +70,7 @@ def recorded(
 
     ``run_session(*args, **kwargs)``, for a framework entry point, returns the
     ``session_context`` to enter when the run starts with no session open (see
-    :func:`openprogram._runs.run_session`), or None. ``text_of``, for a generator shape,
+    :func:`openprogram._sessions.runs.run_session`), or None. ``text_of``, for a generator shape,
     becomes the :class:`StreamCall`'s hook recognising chunks of text among the items.
     """
 

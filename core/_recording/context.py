@@ -2,7 +2,7 @@
 
 The current session is visible inside every call made in the same thread or
 asyncio task, and in every thread or task that copies the context (see
-:mod:`openprogram._propagation`). This module knows no store backend, no CLI
+:mod:`openprogram._runtime.propagation`). This module knows no store backend, no CLI
 and no framework.
 """
 

@@ -99,7 +99,7 @@ BATCH_ROWS = 5_000
 HEARTBEAT_EVERY = 10.0
 _RETRY_MAX = 30.0
 
-# The queue (openprogram._record.queue) holds each finished call's record; the writer's
+# The queue (openprogram._recording.record.queue) holds each finished call's record; the writer's
 # own entries are a tag object, the payload and padding, RECORD_WIDTH items as well.
 
 

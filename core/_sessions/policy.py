@@ -4,7 +4,7 @@ Under the default policy, ``auto``, such a call joins the session a parent proce
 exported (see ``export_context``) or else one implicit session per process; ``warn``
 runs it unrecorded; ``error`` raises. Every session a process records into with no
 session open is announced once, at WARNING (:func:`announce`): the implicit one, and
-each conversation session a framework run continues (see ``openprogram._runs``).
+each conversation session a framework run continues (see ``openprogram._sessions.runs``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The undo journal: what undoable calls changed, written to the session's store before their bodies run.
 
 An undoable tool (``@openprogram.tool`` with ``.undo``) runs its body as
-:mod:`openprogram._effects_journaled` makes it: before the body starts, a ``pending`` effect
+:mod:`openprogram._undo.journaled` makes it: before the body starts, a ``pending`` effect
 naming its call is durable in the store. The outcome is written in the background: when the
 body returns the effect is ``applied``, with the call's output; when it raises, the effect is
 dropped (a failed call has nothing to undo); when it is interrupted (cancelled, Ctrl-C) its

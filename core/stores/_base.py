@@ -226,7 +226,7 @@ class Store(abc.ABC):
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         """The session bound to a framework run identity, or None."""
 
-    # --- effects: the undo journal (see openprogram._effects) ----------------
+    # --- effects: the undo journal (see openprogram._undo.effects) ----------------
     def add_effects(self, rows: Sequence[EffectRow]) -> None:
         """Journal effects, durably before returning; a row whose ``effect_id`` is present already is left as is."""
         raise StoreError(f"{type(self).__name__} keeps no effects: nothing recorded in {self.url} can be undone")
