@@ -606,7 +606,7 @@ def record_flat(calls: int, sample_every: int = 10_000) -> dict[str, float]:
                 if n == sample_every:  # after warm-up: imports, caches, first batch
                     baseline = rss_bytes()
                 peak = max(peak, rss_bytes())
-                max_queue = max(max_queue, len(_recording.queue) // _recording.RECORD_WIDTH)
+                max_queue = max(max_queue, len(_recording.queue) // _recording.record.RECORD_WIDTH)
     elapsed = time.perf_counter() - started
     openprogram.flush()
     peak = max(peak, rss_bytes())

@@ -24,7 +24,7 @@ def test_queue_stays_bounded_when_recording_outruns_the_writer(tmp_path: Path, m
 
     def sample() -> None:
         while not stop.is_set():
-            seen.append(len(_recording.queue) // _recording.RECORD_WIDTH)
+            seen.append(len(_recording.queue) // _recording.record.RECORD_WIDTH)
             stop.wait(0.0005)
 
     sampler = threading.Thread(target=sample)
