@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Bottom to top. A unit imports units of lower layers only; the units of one layer never import each other.
 LAYERS: list[set[str]] = [
     {"_runtime"},  # ids, errors, the guard, propagation, step drivers, own threads
-    {"_capture"},  # limits, redaction, the walk, the encoder
+    {"_capture"},  # settings, redaction, the pre-check, the walk, the encoder
     {"stores"},  # the public store interface and its backends
     {"_recording"},  # the current session and call, the record, the writer, the spill
     {"_sessions"},  # entry, the no-session policy, run identity
