@@ -9,6 +9,7 @@ every batch ``write_unsynced`` committed before it). The directory is created
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -301,6 +302,17 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection, closed after the block; an SQLite error in it is a StoreError naming the path."""
+        conn = self._reader()
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
     # --- writing --------------------------------------------------------------
     def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
         self._write_batch(sessions, calls, aliases, synced=True)
@@ -381,11 +393,17 @@ class SQLiteStore(Store):
         if len(rows) == 1:
             self._write_one(ADD_EFFECT, rows[0])
             return
+        with self._effects_transaction() as conn:
+            conn.executemany(ADD_EFFECT, rows)
+
+    @contextlib.contextmanager
+    def _effects_transaction(self) -> Iterator[sqlite3.Connection]:
+        """The writer connection in one immediate transaction, committed after the block (rolled back on error)."""
         with self._lock:
             conn = self._writer()
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(ADD_EFFECT, rows)
+                yield conn
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:
@@ -408,31 +426,17 @@ class SQLiteStore(Store):
     def settle_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         ended = [(state, output, at, effect_id) for effect_id, state, output, at in outcomes if state is not None]
         failed = [(effect_id,) for effect_id, state, _, _ in outcomes if state is None]
-        with self._lock:
-            conn = self._writer()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(SETTLE_EFFECT, ended)
-                conn.executemany("DELETE FROM effects WHERE effect_id = ? AND state = 'pending'", failed)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                self._drop_writer()
-                raise StoreError(f"cannot write the SQLite store at {self.path}: {exc}") from exc
+        with self._effects_transaction() as conn:
+            conn.executemany(SETTLE_EFFECT, ended)
+            conn.executemany("DELETE FROM effects WHERE effect_id = ? AND state = 'pending'", failed)
 
     def _effect_rows(self, session_id: str) -> list[EffectRow]:
         if self._absent():
             return []
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             rows = conn.execute(
                 "SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id", (session_id,)
             ).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
         return rows
 
     def _writer(self) -> sqlite3.Connection:
@@ -502,37 +506,26 @@ class SQLiteStore(Store):
     def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
         if self._absent():  # reading never creates a store
             return []
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             rows = conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT ?",
                 (-1 if limit is None else limit,),
             ).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
         return [session_info(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         if self._absent():
             return None
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             row = conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?", (session_id,)
             ).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
         return None if row is None else session_info(row)
 
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         if self._absent():
             return
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             cursor = conn.execute(
                 f"SELECT {_ALL_COLUMNS if captures else _TREE_COLUMNS} FROM calls WHERE session_id = ? "
                 "ORDER BY started_at, call_id",
@@ -543,16 +536,11 @@ class SQLiteStore(Store):
                 if not rows:
                     break
                 yield from rows
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
 
     def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
         if self._absent():
             return None
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             row = None
             if started_at is not None:  # the clustering key: one b-tree lookup
                 row = conn.execute(
@@ -563,24 +551,15 @@ class SQLiteStore(Store):
                 row = conn.execute(
                     "SELECT * FROM calls WHERE session_id = ? AND call_id = ?", (session_id, call_id)
                 ).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
         return None if row is None else tuple(row)
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         if self._absent():
             return None
-        conn = self._reader()
-        try:
+        with self._reading() as conn:
             row = conn.execute(
                 "SELECT session_id FROM aliases WHERE namespace = ? AND key = ?", (namespace, key)
             ).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
-        finally:
-            conn.close()
         return None if row is None else str(row[0])
 
     def _heartbeats(self) -> dict[str, float]:
