@@ -5,7 +5,7 @@ for each, the median CPU time a run of the whole process (all threads), of the
 caller's thread alone (the hooks and capture), and so of the other threads (the
 writer), and the garbage collections a run. ``--gc off`` runs with the collector
 disabled, to tell its share. ``--before DIR`` adds a mode ``before``: the adapter
-as copied into DIR (its ``semantic_kernel.py`` and ``semantic_kernel_models.py``),
+as copied into DIR (a copy of the package ``integrations/semantic_kernel/``),
 loaded as a package of its own, so two versions of the adapter are compared in
 one process.
 
@@ -33,9 +33,9 @@ from p3_semantic_kernel import exporter, make_kernel, sk_diagnostics
 
 
 def _load_before(directory: str) -> Any:
-    """The integration of the adapter copied into ``directory``, loaded as the package ``sk_before``."""
+    """The integration of the adapter package copied into ``directory``, loaded as the package ``sk_before``."""
     spec = importlib.util.spec_from_file_location(
-        "sk_before", os.path.join(directory, "semantic_kernel.py"), submodule_search_locations=[directory]
+        "sk_before", os.path.join(directory, "__init__.py"), submodule_search_locations=[directory]
     )
     assert spec is not None and spec.loader is not None
     package = importlib.util.module_from_spec(spec)
