@@ -1,4 +1,6 @@
-"""Run benchmarks: ``python -m bench [NAME ...]`` (default: all). Each runs in its own process.
+"""Run benchmarks: ``python -m bench [NAME ...] [-- OPTION ...]`` (default: all). Each runs in its own process.
+
+Options after ``--`` go to every benchmark named (``python -m bench llm-cost -- --instructions``).
 
 Every benchmark prints its figures as ratios against a baseline measured in
 the same run, because machines here are noisy. A benchmark whose framework is
@@ -35,11 +37,14 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p3-openai-agents": ("p3_openai_agents.py", "agents", "openai-agents"),
     "sk-profile": ("sk_profile.py", "semantic_kernel", "semantic-kernel"),
     "sk-ab": ("sk_ab.py", "semantic_kernel", "semantic-kernel"),
+    "long-conversations": ("long_conversations.py", "langgraph", "langgraph"),
 }
 
 
 def main(argv: list[str]) -> int:
-    names = argv or list(BENCHMARKS)
+    options = argv[argv.index("--") + 1 :] if "--" in argv else []
+    names = argv[: len(argv) - len(options) - 1] if "--" in argv else argv
+    names = names or list(BENCHMARKS)
     failed = 0
     for name in names:
         if name not in BENCHMARKS:
@@ -56,7 +61,7 @@ def main(argv: list[str]) -> int:
             continue
         print(f"== {name} ({script})", flush=True)
         started = time.perf_counter()
-        code = subprocess.call([sys.executable, path], cwd=os.path.dirname(HERE))
+        code = subprocess.call([sys.executable, path, *options], cwd=os.path.dirname(HERE))
         print(f"   ({time.perf_counter() - started:.0f}s, exit {code})", flush=True)
         failed += code != 0
     return 1 if failed else 0
