@@ -16,7 +16,7 @@ from collections.abc import Sequence
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import openprogram
-from openprogram import _recording
+from openprogram._recording import writer
 
 from bench._util import interleaved, per_call_ns
 
@@ -30,7 +30,7 @@ def search(query: str, limit: int) -> str:
 def main() -> dict[str, float]:
     os.environ.setdefault("OPENPROGRAM_HOME", tempfile.mkdtemp(prefix="op-bench-"))
     recorded = openprogram.tool(search)
-    interval = _recording.INTERVAL
+    interval = writer.INTERVAL
     var: contextvars.ContextVar[int | None] = contextvars.ContextVar("v", default=None)
 
     def var_only(query: str, limit: int) -> str:
@@ -66,10 +66,10 @@ def main() -> dict[str, float]:
     def burst(fn, n, writer_paused=False):  # type: ignore[no-untyped-def]
         def run() -> float:
             if writer_paused:
-                _recording.INTERVAL = 3600.0  # takes effect at the writer's next wait
+                writer.INTERVAL = 3600.0  # takes effect at the writer's next wait
                 openprogram.flush()
             cost = per_call_ns(loop_of(fn), n, 1)
-            _recording.INTERVAL = interval
+            writer.INTERVAL = interval
             openprogram.flush()
             return cost
 

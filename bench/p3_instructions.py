@@ -63,9 +63,9 @@ def child(framework: str, mode: str, runs: int) -> None:
     import openprogram
     from _floor import synchronous
     from _util import capture_bindings
-    from openprogram import _recording
+    from openprogram._recording import writer
 
-    _recording.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
+    writer.INTERVAL = 1000.0  # the writer runs at the explicit flushes only: counts repeat
     identifier, run = WORKLOADS[framework][1]()
     if mode == "floor":
         from _floor import Floor

@@ -36,7 +36,6 @@ from .record import (
 )
 from .spill import load_spill
 from .writer import (
-    INTERVAL,
     discard_store,
     enqueue,
     ensure_started,
@@ -51,7 +50,6 @@ from .writer import (
 __all__ = [
     "ATTRIBUTES",
     "CALL_ID",
-    "INTERVAL",
     "KIND",
     "KWARGS",
     "NAME",

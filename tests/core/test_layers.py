@@ -174,6 +174,18 @@ def test_tests_and_benchmarks_import_the_core_through_its_doors() -> None:
     assert problems == []
 
 
+def test_tests_and_benchmarks_never_rebind_a_name_through_a_door() -> None:
+    # Assigning through a door rebinds the door's copy of a name, not the module that reads it: a silent no-op.
+    doors = "|".join(sorted(p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists()))
+    rebinding = re.compile(rf"(?<![\w.])(?:openprogram\.)?({doors})\.\w+\s*=[^=]|setattr\((?:openprogram\.)?({doors}),")
+    problems = []
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]):
+        for number, text in enumerate(path.read_text().splitlines(), 1):
+            if rebinding.search(text):
+                problems.append(f"{path.relative_to(ROOT)}:{number}: {text.strip()}")
+    assert problems == []
+
+
 def test_every_package_of_the_source_is_installed() -> None:
     with open(ROOT / "pyproject.toml", "rb") as file:
         declared = set(tomllib.load(file)["tool"]["setuptools"]["packages"])
