@@ -15,7 +15,7 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
 - :func:`run_session` — which session a framework run records into;
 - :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths;
 - :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
-  :func:`reply`, :func:`usage`, :func:`model_inputs` — a request to a chat model as an
+  :func:`reply`, :func:`usage`, :func:`model_inputs`, :func:`messages_of` — a request to a chat model as an
   ``llm`` call, in the one shape for every framework; :func:`content_captured`;
 - :func:`attribute` — ``getattr(obj, name, None)`` without an exception inside a pydantic model.
 """
@@ -33,6 +33,7 @@ from ._calls import (
     close_call,
     injected_arguments,
     message,
+    messages_of,
     model_inputs,
     open_call,
     records_itself,
@@ -102,6 +103,7 @@ __all__ = [
     "last_run_session_id",
     "log_once",
     "message",
+    "messages_of",
     "model_inputs",
     "open_call",
     "propagate",

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from .later import CallsByKey, LaterCall, StreamCall
-from .model import ModelCall, ModelStream, message, model_inputs, reply, tool_call, usage
+from .model import ModelCall, ModelStream, message, messages_of, model_inputs, reply, tool_call, usage
 from .scope import Opened, call_scope, close_call, detach_call, open_call, resolve
 from .tool import UndoDeclarer, declare_undo_with, injected_arguments, records_itself, tool
 
@@ -27,6 +27,7 @@ __all__ = [
     "detach_call",
     "injected_arguments",
     "message",
+    "messages_of",
     "model_inputs",
     "open_call",
     "records_itself",

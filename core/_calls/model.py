@@ -35,11 +35,22 @@ from .._recording import (
     queue,
     session_var,
 )
-from .._runtime import NoSessionError, log_once
+from .._runtime import NoSessionError, log_once, new_call_id
 from .later import LaterCall
+from .prompts import prompt_inputs
 from .scope import resolve
 
-__all__ = ["ModelCall", "ModelStream", "message", "model_inputs", "reply", "role", "tool_call", "usage"]
+__all__ = [
+    "ModelCall",
+    "ModelStream",
+    "message",
+    "messages_of",
+    "model_inputs",
+    "reply",
+    "role",
+    "tool_call",
+    "usage",
+]
 
 _Call = TypeVar("_Call", bound="ModelCall")
 _Reply = TypeVar("_Reply")
@@ -133,6 +144,38 @@ def _count(value: Any) -> int | None:
         return None
 
 
+# Framework messages already translated, by identity: a conversation's history is the same
+# objects request after request, so each is translated once and the translations are the same
+# objects too (which makes the prompt's comparison with the previous request an identity check).
+# The framework's object is kept with its translation, so its id cannot be reused meanwhile.
+_translated: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+_TRANSLATED = 20_000
+
+
+def messages_of(items: Iterable[Any], translate: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A request's messages: ``translate(item)`` of each framework message, once per message object.
+
+    For frameworks whose history is a list of message objects kept from request to request
+    (LangChain, Pydantic AI, Semantic Kernel): translating the history again at every request
+    made a request's cost grow with its history. An item that is a plain ``dict`` or ``str`` is
+    translated every time (a framework may build those afresh, or change them in place).
+    """
+    made: list[dict[str, Any]] = []
+    found = _translated.get
+    for item in items:
+        kept = found(id(item))
+        if kept is not None and kept[0] is item:
+            made += kept[1]
+            continue
+        translation = translate(item)
+        if type(item) not in (dict, str, list):
+            if len(_translated) >= _TRANSLATED:
+                _translated.clear()  # a bound, not a cache policy: the next request refills it
+            _translated[id(item)] = (item, translation)
+        made += translation
+    return made
+
+
 def model_inputs(
     messages: Iterable[dict[str, Any]],
     tools: Iterable[Any] | None = None,
@@ -168,6 +211,14 @@ def _attributes_prefix(name: str, provider: Any, stream: bool) -> str:
         if len(_prefixes) < 1000:
             _prefixes[key] = prefix
     return prefix
+
+
+def _prompt_inputs(framework: str, handle: Any, call_id: str, captured: dict[str, Any]) -> str:
+    try:
+        return prompt_inputs(handle, call_id, captured)
+    except Exception as exc:  # a bug of ours: the prompt is kept all the same, whole and bounded
+        log_once(framework, "storing a request's messages once", exc)
+        return capture_json(captured)
 
 
 class ModelCall(LaterCall):
@@ -215,8 +266,11 @@ class ModelCall(LaterCall):
             if resolved is None:
                 return None
             prefix = _attributes_prefix(name, provider, stream)
+            call_id = new_call_id()
+            # The prompt whole, its messages stored once (see prompts).
+            inputs_json = None if captured is None else _prompt_inputs(framework, resolved[0], call_id, captured)
             # Begun without becoming current: the adapter makes it current around the request.
-            rec = begin_call(resolved[0], resolved[1], "llm", name, framework, captured, prefix + "}")
+            rec = begin_call(resolved[0], resolved[1], "llm", name, framework, None, prefix + "}", call_id, inputs_json)
             call = cls(rec, framework, captures)
         except NoSessionError:
             raise  # the "error" no-session policy, by the user's choice

@@ -38,6 +38,7 @@ from .spill import load_spill
 from .writer import (
     discard_store,
     enqueue,
+    enqueue_messages,
     ensure_started,
     flush,
     flush_async,
@@ -63,6 +64,7 @@ __all__ = [
     "discard_store",
     "end_call",
     "enqueue",
+    "enqueue_messages",
     "ensure_started",
     "flush",
     "flush_async",

@@ -173,15 +173,19 @@ def begin_call(
     inputs: Any = None,
     attributes: dict[str, Any] | str | None = None,
     call_id: str | None = None,
+    inputs_json: str | None = None,
 ) -> tuple[Any, ...]:
     """Record the start of a call and return its record (not yet made current).
 
-    ``inputs`` are captured now (a snapshot: later mutation does not change the record).
-    ``attributes`` is a dict, or its JSON text when the caller built it already.
+    ``inputs`` are captured now (a snapshot: later mutation does not change the record), or
+    given as ``inputs_json``, captured already. ``attributes`` is a dict, or its JSON text
+    when the caller built it already.
     """
     if call_id is None:
         call_id = new_call_id()
-    if inputs is None:
+    if inputs_json is not None:
+        names, inputs = PRECAPTURED, inputs_json
+    elif inputs is None:
         names = None
     else:
         names, inputs = PRECAPTURED, capture_json(inputs)

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-from ..stores import AliasRow, CallRow, SessionRow, Store, StoreError
+from ..stores import AliasRow, CallRow, MessageRow, SessionRow, Store, StoreError
 
 __all__ = ["load_spill"]
 
@@ -16,6 +16,7 @@ _BATCH = 5000
 _SESSION = ("s", "s", "n", "n")
 _CALL = ("s", "s", "s", "s?", "s", "s", "s?", "s", "s?", "s?", "s?", "s?", "n", "n?", "s")
 _ALIAS = ("s", "s", "s", "n")
+_MESSAGE = ("s", "s", "s")
 
 
 def _checked(row: Any, shape: tuple[str, ...], path: str | os.PathLike[str], number: int) -> Any:
@@ -41,6 +42,7 @@ def load_spill(path: str | os.PathLike[str], store: Store) -> int:
     sessions: list[SessionRow] = []
     calls: list[CallRow] = []
     aliases: list[AliasRow] = []
+    messages: list[MessageRow] = []
     written = 0
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
@@ -62,11 +64,29 @@ def load_spill(path: str | os.PathLike[str], store: Store) -> int:
                 calls.append(_checked(entry["call"], _CALL, path, number))
             elif "alias" in entry:
                 aliases.append(_checked(entry["alias"], _ALIAS, path, number))
-            if len(calls) >= _BATCH:
-                store.write(sessions, calls, aliases)
-                written += len(sessions) + len(calls) + len(aliases)
-                sessions, calls, aliases = [], [], []
-    if sessions or calls or aliases:
-        store.write(sessions, calls, aliases)
-        written += len(sessions) + len(calls) + len(aliases)
+            elif "message" in entry:
+                if not store.keeps_messages:
+                    raise StoreError(
+                        f"{path}:{number}: the spill file holds model calls' messages, which {store.url} cannot keep"
+                    )
+                messages.append(_checked(entry["message"], _MESSAGE, path, number))
+            if len(calls) + len(messages) >= _BATCH:
+                written += _write(store, sessions, calls, aliases, messages)
+                sessions, calls, aliases, messages = [], [], [], []
+    if sessions or calls or aliases or messages:
+        written += _write(store, sessions, calls, aliases, messages)
     return written
+
+
+def _write(
+    store: Store,
+    sessions: list[SessionRow],
+    calls: list[CallRow],
+    aliases: list[AliasRow],
+    messages: list[MessageRow],
+) -> int:
+    if messages:
+        store.write(sessions, calls, aliases, messages)
+    else:
+        store.write(sessions, calls, aliases)
+    return len(sessions) + len(calls) + len(aliases) + len(messages)

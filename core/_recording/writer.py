@@ -36,7 +36,7 @@ from .._capture import (
 )
 from .._runtime import as_text, run_blocking
 from .._runtime import ids as _ids
-from ..stores import AliasRow, CallRow, CallRows, SessionRow, Store, on_read, openprogram_home, safe_url
+from ..stores import AliasRow, CallRow, CallRows, MessageRow, SessionRow, Store, on_read, openprogram_home, safe_url
 from .record import (
     CALL_ID,
     ENDED_AT,
@@ -61,6 +61,7 @@ __all__ = [
     "BATCH_ROWS",
     "RECORD_WIDTH",
     "enqueue",
+    "enqueue_messages",
     "ensure_started",
     "flush",
     "flush_async",
@@ -114,7 +115,7 @@ class _Tag:
 
 
 # A writer's entry: its tag (where a call's record has its id), its payload, padding.
-_SESSION, _ALIAS, _MARKER = _Tag("session"), _Tag("alias"), _Tag("marker")
+_SESSION, _ALIAS, _MARKER, _MESSAGES = _Tag("session"), _Tag("alias"), _Tag("marker"), _Tag("messages")
 _PAYLOAD = 1
 _PADDING = (None,) * (RECORD_WIDTH - 2)
 
@@ -137,6 +138,7 @@ class _StoreState:
         self.pending_sessions: list[SessionRow] = []
         self.pending_calls = CallRows()  # flat: no tuple per row for the GC to track
         self.pending_aliases: list[AliasRow] = []
+        self.pending_messages: list[MessageRow] = []
         self.failing = False
         self.retry_at = 0.0
         self.backoff = 1.0
@@ -180,6 +182,11 @@ def enqueue(item: Any) -> None:
         queue.extend((_SESSION, item, *_PADDING))
     else:
         queue.extend((_ALIAS, item, *_PADDING))
+
+
+def enqueue_messages(store: Store, rows: list[MessageRow]) -> None:
+    """Queue the message rows a model call's prompt refers to (queued before the call's own record)."""
+    queue.extend((_MESSAGES, (store, rows), *_PADDING))
 
 
 def _enqueue_marker(marker: _Marker) -> None:
@@ -407,6 +414,9 @@ def _drain(count: int, owner: str) -> list[_Marker]:
             elif head is _ALIAS:
                 alias = item[_PAYLOAD]
                 _state(alias["store"]).pending_aliases.append(alias["alias"])
+            elif head is _MESSAGES:
+                message_store, rows = item[_PAYLOAD]
+                _state(message_store).pending_messages.extend(rows)
             elif head is _MARKER:
                 markers.append(item[_PAYLOAD])
         except Exception:
@@ -437,6 +447,7 @@ def _write_all(owner: str, synced: bool) -> bool:
             state.pending_calls
             or state.pending_sessions
             or state.pending_aliases
+            or state.pending_messages
             or state.failing
             or (state.running and now - state.last_beat > HEARTBEAT_EVERY)
             or (synced and state.unsynced)
@@ -458,14 +469,16 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
         if state.failing or (state.running and now - state.last_beat > HEARTBEAT_EVERY / 2):
             store.heartbeat(owner, now)
             state.last_beat = now
+        pending = (state.pending_sessions, state.pending_calls, state.pending_aliases)
+        messages = state.pending_messages
         if synced and state.unsynced:  # a write() makes the earlier unsynced commits durable too
-            store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
+            store.write(*pending, messages) if messages else store.write(*pending)
             state.unsynced = False
-        elif state.pending_calls or state.pending_sessions or state.pending_aliases or state.failing:
+        elif any(pending) or messages or state.failing:
             if synced or not store.syncs_later:
-                store.write(state.pending_sessions, state.pending_calls, state.pending_aliases)
+                store.write(*pending, messages) if messages else store.write(*pending)
             else:
-                store.write_unsynced(state.pending_sessions, state.pending_calls, state.pending_aliases)
+                store.write_unsynced(*pending, messages) if messages else store.write_unsynced(*pending)
                 state.unsynced = True
     except Exception as exc:
         if not state.failing:
@@ -492,6 +505,7 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
     state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
+    state.pending_messages = []
     if written and written_hooks:
         _hand_over(written)
     return True
@@ -542,6 +556,8 @@ def _spill(state: _StoreState) -> None:
                 out.write(json.dumps({"call": list(crow)}) + "\n")
             for arow in state.pending_aliases:
                 out.write(json.dumps({"alias": list(arow)}) + "\n")
+            for mrow in state.pending_messages:
+                out.write(json.dumps({"message": list(mrow)}) + "\n")
             out.flush()
             os.fsync(out.fileno())
     except OSError as exc:
@@ -559,6 +575,7 @@ def _spill(state: _StoreState) -> None:
     state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
+    state.pending_messages = []
 
 
 # --- flushing ------------------------------------------------------------------------
@@ -604,7 +621,13 @@ async def flush_async() -> bool:
 
 def flush_store(store: Store) -> None:
     """Make this process's records durable before a read, so reads see their own writes."""
-    if queue or inflight or any(s.pending_calls or s.pending_sessions or s.pending_aliases for s in _states.values()):
+    if (
+        queue
+        or inflight
+        or any(
+            s.pending_calls or s.pending_sessions or s.pending_aliases or s.pending_messages for s in _states.values()
+        )
+    ):
         flush()
 
 

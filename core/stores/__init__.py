@@ -39,17 +39,31 @@ from ._base import (
     owner_alive,
     tokens_of,
 )
-from ._rows import CALL_COLUMNS, AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, SessionRow, StoredRow
+from ._prompts import PROMPT, PromptReader, prompt_json, prompt_reference
+from ._rows import (
+    CALL_COLUMNS,
+    AliasRow,
+    CallRow,
+    CallRows,
+    EffectOutcome,
+    EffectRow,
+    MessageRow,
+    SessionRow,
+    StoredRow,
+)
 
 __all__ = [
     "CALL_COLUMNS",
     "HEARTBEAT_STALE_SECONDS",
+    "PROMPT",
     "AliasRow",
     "CallRecord",
     "CallRow",
     "CallRows",
     "EffectOutcome",
     "EffectRow",
+    "MessageRow",
+    "PromptReader",
     "SessionInfo",
     "SessionRow",
     "Store",
@@ -63,6 +77,8 @@ __all__ = [
     "open_store",
     "openprogram_home",
     "owner_alive",
+    "prompt_json",
+    "prompt_reference",
     "safe_url",
     "tokens_of",
 ]

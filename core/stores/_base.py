@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._runtime import StoreError, process_owner
+from ._prompts import PromptReader, prompt_reference
 from ._rows import (
     AliasRow,
     CallRow,
     EffectOutcome,
     EffectRow,
+    MessageRow,
     SessionRow,
 )
 
@@ -84,13 +86,19 @@ _new_record = object.__new__
 
 
 def _record_of(
-    row: CallRow, liveness: _Liveness, captures: bool, merged: Callable[[CallRow, Any], Any] | None
+    row: CallRow,
+    liveness: _Liveness,
+    captures: bool,
+    merged: Callable[[CallRow, Any], Any] | None,
+    prompts: Callable[[], PromptReader],
 ) -> CallRecord:
     status = row[7]
     if status == "running" and not liveness.alive(row[14]):
         status = "interrupted"
     if captures:
         inputs, output, attributes = _loads(row[8]), _loads(row[9]), _loads(row[11])
+        if row[4] == "llm" and prompt_reference(inputs) is not None:
+            inputs = prompts().whole_inputs(row[0], inputs)
         if merged is not None:
             attributes = merged(row, attributes)
     else:
@@ -173,25 +181,46 @@ class Store(abc.ABC):
 
     url: str = ""
 
+    #: Whether the store keeps message rows (:meth:`write`'s ``messages``), so that a model call's
+    #: prompt can be stored as a reference to them. A store that does not (a subclass written
+    #: before they existed) gets every prompt whole in the call's inputs instead.
+    keeps_messages = False
+
     # --- writing (called by the background writer only) -------------------
     @abc.abstractmethod
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
+    def write(
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
+    ) -> None:
         """Persist one batch atomically.
 
         A call row replaces a ``running`` row of the same id (a final row is
         never replaced); a session row keeps the first ``created_at`` and the
-        latest ``updated_at``; an alias row replaces the alias of the same key.
+        latest ``updated_at``; an alias row replaces the alias of the same key;
+        a message row whose (session, id) is stored already is left as it is
+        (its id is a hash of its text). ``messages`` come only to a store that
+        :attr:`keeps_messages`.
         """
 
     #: Whether :meth:`write_unsynced` commits without syncing, so that a later :meth:`write` must follow.
     syncs_later = False
 
     def write_unsynced(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
     ) -> None:
         """:meth:`write` for a batch nobody waits on: a backend may leave it durable only once a later
         :meth:`write` returns (atomic and visible all the same). The default is :meth:`write`."""
-        self.write(sessions, calls, aliases)
+        if messages:
+            self.write(sessions, calls, aliases, messages)
+        else:
+            self.write(sessions, calls, aliases)
 
     def heartbeat(self, owner: str, at: float) -> None:  # noqa: B027 - optional for backends
         """Note that ``owner`` (host:pid:nonce) is alive and has calls running."""
@@ -273,6 +302,17 @@ class Store(abc.ABC):
     def _heartbeats(self) -> dict[str, float]:
         """Last heartbeat time of every owner that recorded one."""
 
+    def messages(self, session_id: str) -> dict[str, str]:
+        """Every message row of a session: message id -> its JSON text (none in a store that keeps none)."""
+        return {}
+
+    def prompt_reader(self, session_id: str) -> PromptReader:
+        """Whole prompts for the session's model calls as read from raw rows (their inputs hold references)."""
+        return PromptReader(
+            lambda: self.messages(session_id),
+            lambda: ((row[0], _loads(row[8])) for row in self._iter_call_rows(session_id, True) if row[4] == "llm"),
+        )
+
     def iter_calls(self, session_id: str, *, captures: bool = True) -> Iterator[CallRecord]:
         """Stream the calls of one session in start order (constant memory).
 
@@ -284,8 +324,9 @@ class Store(abc.ABC):
         liveness = _Liveness(self)
         notes = _EffectNotes(self, session_id, liveness) if captures else None
         merged = notes.merged if notes else None
+        prompts = _Lazy(lambda: self.prompt_reader(session_id))
         for row in self._iter_call_rows(session_id, captures):
-            yield _record_of(row, liveness, captures, merged)
+            yield _record_of(row, liveness, captures, merged, prompts)
 
     def get_call(self, session_id: str, call_id: str, started_at: float | None = None) -> CallRecord | None:
         """One call of a session with its captures, or None. ``started_at`` (its start as read back)
@@ -297,7 +338,8 @@ class Store(abc.ABC):
             return None
         liveness = _Liveness(self)
         notes = _EffectNotes(self, session_id, liveness)
-        return _record_of(row, liveness, True, notes.merged if notes else None)
+        prompts = _Lazy(lambda: self.prompt_reader(session_id))
+        return _record_of(row, liveness, True, notes.merged if notes else None, prompts)
 
     def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
         """The row of one call (captures included); backends with a key lookup override this scan."""
@@ -329,6 +371,21 @@ class Store(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url}>"
+
+
+class _Lazy:
+    """A prompt reader made the first time a record needs one (most sessions' reads never do)."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], PromptReader]) -> None:
+        self._make = make
+        self._made: PromptReader | None = None
+
+    def __call__(self) -> PromptReader:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
 
 
 def owner_alive(store: Store) -> Callable[[str], bool]:

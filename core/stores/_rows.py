@@ -18,6 +18,7 @@ __all__ = [
     "CallRows",
     "EffectOutcome",
     "EffectRow",
+    "MessageRow",
     "SessionRow",
     "StoredRow",
     "effect_changes",
@@ -114,6 +115,10 @@ class CallRows(Sequence[CallRow]):
 
 #: (session_id, agent_id, created_at, updated_at)
 SessionRow = tuple[str, str, float, float]
+
+#: (session_id, message_id, body_json): one distinct message of a session's model calls, stored once;
+#: its id is a hash of its JSON text (see ``_prompts``).
+MessageRow = tuple[str, str, str]
 
 #: (namespace, key, session_id, bound_at): a framework's run identity bound to a session.
 AliasRow = tuple[str, str, str, float]

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._base import SessionInfo, Store, attempt_only, tokens_of
-from ._rows import EFFECT_COLUMNS, AliasRow, CallRow, EffectRow, SessionRow, effect_changes
+from ._rows import EFFECT_COLUMNS, AliasRow, CallRow, EffectRow, MessageRow, SessionRow, effect_changes
 
 __all__ = ["MemoryStore"]
 
@@ -28,9 +28,20 @@ class MemoryStore(Store):
         self._beats: dict[str, float] = {}
         self._aliases: dict[tuple[str, str], str] = {}
         self._effects: dict[str, EffectRow] = {}
+        self._messages: dict[str, dict[str, str]] = {}  # session id -> message id -> JSON text
 
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
+    keeps_messages = True
+
+    def write(
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
+    ) -> None:
         with self._lock:
+            for session_id, message_id, text in messages:
+                self._messages.setdefault(session_id, {}).setdefault(message_id, text)
             for namespace, key, session_id, _ in aliases:
                 self._aliases[(namespace, key)] = session_id
             for sid, agent, created, updated in sessions:
@@ -118,6 +129,10 @@ class MemoryStore(Store):
             rows = [(*r[:8], None, None, r[10], r[11] if r[4] == "llm" else attempt_only(r[11]), *r[12:]) for r in rows]
         rows.sort(key=lambda r: (r[12], r[0]))
         return iter(rows)
+
+    def messages(self, session_id: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._messages.get(session_id, {}))
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         with self._lock:

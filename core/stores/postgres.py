@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from .._runtime import StoreError
 from . import safe_url
 from ._base import SessionInfo, Store, session_info
-from ._rows import AliasRow, CallRow, EffectOutcome, EffectRow, SessionRow, effect_changes
+from ._rows import AliasRow, CallRow, EffectOutcome, EffectRow, MessageRow, SessionRow, effect_changes
 
 if TYPE_CHECKING:
     import psycopg
@@ -119,6 +119,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX effects_by_session ON effects (session_id, started_at, effect_id)",
     ),
+    (  # 3: each distinct message of a session's model calls, stored once (see _prompts)
+        """CREATE TABLE messages (
+            session_id text NOT NULL,
+            message_id text NOT NULL,
+            body       text NOT NULL,
+            PRIMARY KEY (session_id, message_id)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -149,6 +157,7 @@ _UPSERT_ALIAS = (
     "INSERT INTO aliases VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, key) "
     "DO UPDATE SET session_id = excluded.session_id, bound_at = excluded.bound_at"
 )
+_ADD_MESSAGE = "INSERT INTO messages VALUES (%s, %s, %s) ON CONFLICT (session_id, message_id) DO NOTHING"
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
     "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id), "
@@ -385,12 +394,22 @@ class PostgresStore(Store):
                 conn.close()
 
     # --- writing ---------------------------------------------------------------
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
+    keeps_messages = True
+
+    def write(
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
+    ) -> None:
         import psycopg
         from psycopg import errors
 
-        if not (sessions or calls or aliases):
+        if not (sessions or calls or aliases or messages):
             return
+        # Key order: racing writers of one session's messages take their locks in the same order.
+        message_rows = sorted(set(messages))
         session_rows = _dedupe_sessions(sessions)
         call_rows = _dedupe_calls(calls)
         alias_rows = _dedupe_aliases(aliases)
@@ -398,7 +417,7 @@ class PostgresStore(Store):
             for attempt in range(_RETRIES):
                 conn = self._writer()
                 try:
-                    self._write_batch(conn, session_rows, call_rows, alias_rows)
+                    self._write_batch(conn, session_rows, call_rows, alias_rows, message_rows)
                     return
                 except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
                     if attempt == _RETRIES - 1:
@@ -415,6 +434,7 @@ class PostgresStore(Store):
         sessions: list[SessionRow],
         calls: list[CallRow],
         aliases: list[AliasRow],
+        messages: list[MessageRow],
     ) -> None:
         from psycopg import errors
 
@@ -427,6 +447,8 @@ class PostgresStore(Store):
             # Lock order: sessions, calls, aliases, each by key, the same in every process.
             if sessions:
                 cur.executemany(_UPSERT_SESSION, sessions)
+            if messages:
+                cur.executemany(_ADD_MESSAGE, messages)
             if known:
                 self._merge(cur, known)
             if new:
@@ -563,6 +585,10 @@ class PostgresStore(Store):
     def get_session(self, session_id: str) -> SessionInfo | None:
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = %s", (session_id,))
         return session_info(rows[0]) if rows else None
+
+    def messages(self, session_id: str) -> dict[str, str]:
+        rows = self._query("SELECT message_id, body FROM messages WHERE session_id = %s", (session_id,))
+        return {str(message_id): str(body) for message_id, body in rows}
 
     def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
         rows = self._query(

@@ -23,13 +23,13 @@ from typing import Any
 
 from .._runtime import StoreError
 from ._base import SessionInfo, Store, session_info
-from ._rows import AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, SessionRow, effect_changes
+from ._rows import AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, MessageRow, SessionRow, effect_changes
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 logger = logging.getLogger("openprogram")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Before Python 3.12, sqlite3 binds None through its adapter protocol, which looks up
 # ``PrepareProtocol.__adapt__`` and formats and clears an AttributeError for every
@@ -42,7 +42,10 @@ sqlite3.adapters.setdefault((type(None), sqlite3.PrepareProtocol), {}.get)
 # Calls are clustered by (session_id, started_at, call_id), the order every read wants, so
 # a row is one b-tree insert. Call ids are unique by construction, and a call's running and
 # final rows share its session and start time, so this key identifies a call as well.
-# The effects table is the undo journal. Older schemas are migrated in place when opened.
+# The effects table is the undo journal; the messages table holds each distinct message of a
+# session's model calls once (see _prompts): a rowid table, whose rows are appended in order
+# (keyed by their hashes, kilobyte rows left b-tree pages half empty), and a small unique index.
+# Older schemas are migrated in place when opened.
 _META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,6 +102,12 @@ CREATE TABLE IF NOT EXISTS effects (
     error        TEXT
 );
 CREATE INDEX IF NOT EXISTS effects_by_session ON effects (session_id, started_at, effect_id);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    UNIQUE (session_id, message_id)
+);
 """
 
 UPSERT_SESSION = (
@@ -314,13 +323,25 @@ class SQLiteStore(Store):
             conn.close()
 
     # --- writing --------------------------------------------------------------
-    def write(self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()) -> None:
-        self._write_batch(sessions, calls, aliases, synced=True)
+    keeps_messages = True
+
+    def write(
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
+    ) -> None:
+        self._write_batch(sessions, calls, aliases, messages, synced=True)
 
     syncs_later = True
 
     def write_unsynced(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow] = ()
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow] = (),
+        messages: Sequence[MessageRow] = (),
     ) -> None:
         """``write()`` without waiting for the disk: atomic, visible to readers and safe if the
         process dies, but safe from an OS crash or power loss only once a later ``write()`` returns.
@@ -328,10 +349,15 @@ class SQLiteStore(Store):
         The writer's cycles that no ``flush()`` waits on commit this way: the fsync of every
         ``synchronous=FULL`` commit was most of what a few-row transaction costs.
         """
-        self._write_batch(sessions, calls, aliases, synced=False)
+        self._write_batch(sessions, calls, aliases, messages, synced=False)
 
     def _write_batch(
-        self, sessions: Sequence[SessionRow], calls: Sequence[CallRow], aliases: Sequence[AliasRow], synced: bool
+        self,
+        sessions: Sequence[SessionRow],
+        calls: Sequence[CallRow],
+        aliases: Sequence[AliasRow],
+        messages: Sequence[MessageRow],
+        synced: bool,
     ) -> None:
         with self._lock:
             conn = self._writer()
@@ -339,11 +365,13 @@ class SQLiteStore(Store):
                 if not synced:
                     conn.execute("PRAGMA synchronous = NORMAL")  # WAL: commits are synced at checkpoints only
                 conn.execute("BEGIN IMMEDIATE")
-                if synced and self._unsynced and not (sessions or calls or aliases):
+                if synced and self._unsynced and not (sessions or calls or aliases or messages):
                     # Nothing to write, but earlier commits to sync: a FULL commit syncs the whole WAL.
                     conn.execute("INSERT OR REPLACE INTO meta VALUES ('synced_at', ?)", (repr(time.time()),))
                 if sessions:
                     conn.executemany(UPSERT_SESSION, sessions)
+                if messages:
+                    conn.executemany("INSERT OR IGNORE INTO messages VALUES (?, ?, ?)", messages)
                 if calls:
                     # The writer's rows come flat (CallRows): chunks are slices of one list.
                     flat = calls.flat if type(calls) is CallRows else list(itertools.chain.from_iterable(calls))
@@ -536,6 +564,12 @@ class SQLiteStore(Store):
                 if not rows:
                     break
                 yield from rows
+
+    def messages(self, session_id: str) -> dict[str, str]:
+        if self._absent():
+            return {}
+        with self._reading() as conn:
+            return dict(conn.execute("SELECT message_id, body FROM messages WHERE session_id = ?", (session_id,)))
 
     def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
         if self._absent():

@@ -444,7 +444,7 @@ def _begin_node(task: Any, attempt: int = 0) -> Opened | None:
         # sum of the recorded outputs, so it is not captured. A pushed task's input (a
         # Send payload, an @task call's arguments) is its own and small: it is.
         path = task.path
-        inputs = {"input": task.input} if path and path[0] == _PUSH else None
+        inputs = {"input": _pushed_input(task.input)} if path and path[0] == _PUSH else None
         return open_call("node", name if type(name) is str else str(name), FRAMEWORK, inputs, attributes)
     except NoSessionError:
         raise  # the "error" no-session policy
@@ -583,6 +583,15 @@ def _model_arguments(tool: Any) -> frozenset[str]:
         _visible.clear()
     _visible[id(tool)] = (tool, names)
     return names
+
+
+def _pushed_input(payload: Any) -> Any:
+    """A Send payload as recorded: a prebuilt agent's tool call without the graph state it carries
+    along (the whole conversation at each step, which the model calls keep: recorded with every
+    tool call, a long run's store grew with the square of its conversation)."""
+    if type(payload) is dict and payload.get("__type") == "tool_call_with_context" and "state" in payload:
+        return {key: value for key, value in payload.items() if key != "state"}
+    return payload
 
 
 def _tool_inputs(tool: Any, tool_input: Any) -> Any:

@@ -320,8 +320,8 @@ def test_a_schema_2_sqlite_store_gains_the_journal_in_place(tmp_path: Path) -> N
 
     assert [(c.call_id, c.output) for c in store.list_calls("old")] == [("c1", None), ("c2", 2)]
     conn = sqlite3.connect(path)
-    assert SCHEMA_VERSION == 3
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert SCHEMA_VERSION == 4
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
     assert conn.execute("SELECT count(*) FROM effects").fetchone() == (0,)
     conn.close()
     assert _undo_one_order_in(url, "old") == ["order-new"]
@@ -357,8 +357,8 @@ def test_a_version_1_postgres_schema_gains_the_journal_in_place(stores: Backends
             r[0]
             for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
         }
-    assert version == (str(postgres.SCHEMA_VERSION),) and postgres.SCHEMA_VERSION == 2
-    assert "effects" in tables
+    assert version == (str(postgres.SCHEMA_VERSION),) and postgres.SCHEMA_VERSION == 3
+    assert {"effects", "messages"} <= tables
     assert _undo_one_order_in(url, "old") == ["order-new"]
 
 

@@ -1,0 +1,153 @@
+"""A model call's prompt as stored: the messages it shares with an earlier request by reference, its own by id.
+
+Each distinct message of a session is stored once, as a message row (its id is a hash of its
+JSON text). An ``llm`` call's ``inputs["messages"]`` is stored as a reference::
+
+    {"$prompt": {"after": CALL_ID, "keep": K, "add": [MESSAGE_ID, ...]}}
+
+meaning: the first ``K`` messages of the prompt of call ``CALL_ID`` (an earlier request of the
+same session), then the messages ``add`` names. A request that repeats the previous request
+and adds two messages stores a reference and two ids, whatever the length of its history, so
+a session's bytes grow with its conversation, not with its square. :class:`PromptReader` turns
+references back into whole message lists for every reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["PROMPT", "PromptReader", "prompt_json", "prompt_reference"]
+
+#: The key of a stored prompt reference, in place of an ``llm`` call's message list.
+PROMPT = "$prompt"
+
+
+def prompt_json(after: str | None, keep: int, added: Sequence[str]) -> str:
+    """The JSON text of a prompt reference (message ids are hex: nothing in them needs escaping)."""
+    ids = '","'.join(added)
+    listed = f'["{ids}"]' if added else "[]"
+    if after is None or keep <= 0:
+        return f'{{"{PROMPT}":{{"add":{listed}}}}}'
+    return f'{{"{PROMPT}":{{"after":{json.dumps(after)},"keep":{int(keep)},"add":{listed}}}}}'
+
+
+def prompt_reference(inputs: Any) -> dict[str, Any] | None:
+    """The prompt reference an ``llm`` call's decoded inputs hold, or None (whole messages, or none)."""
+    if type(inputs) is not dict:
+        return None
+    messages = inputs.get("messages")
+    if type(messages) is not dict or len(messages) != 1:
+        return None
+    reference = messages.get(PROMPT)
+    return reference if type(reference) is dict else None
+
+
+def _missing(count: int, what: str) -> dict[str, Any]:
+    return {"role": "unknown", "content": f"[openprogram: {what} not found in the store]", "missing": count}
+
+
+class PromptReader:
+    """Whole prompts of one session's model calls, read back from their references.
+
+    ``texts()`` gives every message stored for the session (id -> JSON text), read once when
+    first needed; ``references()`` gives (call id, decoded inputs) of the session's ``llm``
+    calls, read only when a reference points to a call this reader has not resolved (a call
+    read on its own, not in start order). Messages are decoded once and shared between the
+    lists: treat them as read-only.
+    """
+
+    def __init__(
+        self,
+        texts: Callable[[], Mapping[str, str]],
+        references: Callable[[], Iterable[tuple[str, Any]]],
+    ) -> None:
+        self._texts_of = texts
+        self._references_of = references
+        self._texts: Mapping[str, str] | None = None
+        self._decoded: dict[str, Any] = {}
+        self._whole: dict[str, list[Any]] = {}  # call id -> its whole message list
+        self._references: dict[str, dict[str, Any]] | None = None
+
+    def whole_inputs(self, call_id: str, inputs: Any) -> Any:
+        """``inputs`` with their messages whole: the same object when they hold no reference."""
+        reference = prompt_reference(inputs)
+        if reference is None:
+            return inputs
+        whole = {"messages": self.messages(call_id, reference)}
+        whole.update((key, value) for key, value in inputs.items() if key != "messages")
+        return whole
+
+    def messages(self, call_id: str, reference: dict[str, Any]) -> list[Any]:
+        """The whole message list a call's reference stands for."""
+        found = self._whole.get(call_id)
+        if found is not None:
+            return found
+        # Walk back to a call already resolved (or the first of the chain), then resolve forward.
+        chain = [(call_id, reference)]
+        base: list[Any] = []
+        seen = {call_id}
+        while True:
+            after = reference.get("after")
+            if not isinstance(after, str) or _count(reference.get("keep")) == 0:
+                break
+            done = self._whole.get(after)
+            if done is not None:
+                base = done
+                break
+            earlier = self._reference_of(after)
+            if earlier is None or after in seen:  # lost, or a cycle only a damaged store could hold
+                keep = _count(reference.get("keep"))
+                base = [_missing(keep, f"{keep} earlier messages (of call {after})")] * keep
+                break
+            seen.add(after)
+            chain.append((after, earlier))
+            reference = earlier
+        for chained_id, chained in reversed(chain):
+            keep = _count(chained.get("keep")) if chained.get("after") is not None else 0
+            added = chained.get("add")
+            made = base[:keep] + [self._message(str(i)) for i in (added if isinstance(added, list) else ())]
+            self._whole[chained_id] = made
+            base = made
+        return base
+
+    def links(self) -> dict[str, tuple[str | None, int]]:
+        """For each model call stored by reference: the earlier request it continues (or None) and how
+        many of that request's messages it repeats (what a reader may fold as "N earlier messages")."""
+        self._reference_of("")
+        assert self._references is not None
+        return {
+            call_id: (after if isinstance(after := found.get("after"), str) else None, _count(found.get("keep")))
+            for call_id, found in self._references.items()
+        }
+
+    def _reference_of(self, call_id: str) -> dict[str, Any] | None:
+        if self._references is None:
+            self._references = {}
+            for found_id, inputs in self._references_of():
+                found = prompt_reference(inputs)
+                if found is not None:
+                    self._references[found_id] = found
+        return self._references.get(call_id)
+
+    def _message(self, message_id: str) -> Any:
+        decoded = self._decoded.get(message_id)
+        if decoded is not None:
+            return decoded
+        if self._texts is None:
+            self._texts = self._texts_of()
+        text = self._texts.get(message_id)
+        if text is None:
+            decoded = _missing(1, f"message {message_id}")
+        else:
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                decoded = text
+        self._decoded[message_id] = decoded
+        return decoded
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
