@@ -161,6 +161,42 @@ def test_backlog_past_the_memory_bound_is_spilled_and_imported(
     assert len(spill_warnings) == 1 and str(spills[0]) in spill_warnings[0]
 
 
+def test_spilled_model_calls_keep_their_messages_and_import_whole(
+    tmp_path: Path, warnings_log: WarningCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprogram import _kit
+
+    monkeypatch.setattr(_recording.writer, "MAX_PENDING_ROWS", 20)
+    directory = tmp_path / "spilling"
+    history = [_kit.message("system", "You read files.")]
+    sent = []
+    with read_only(directory) as switch:
+        switch.on()
+        store = openprogram.open_store(f"sqlite:///{directory / 'spill.db'}")
+        with openprogram.session_context(store=store) as h:
+            for step in range(80):
+                history.append(_kit.message("user", f"read file {step}"))
+                sent.append(list(history))
+                call = _kit.ModelCall.request("tests", "fake-model", lambda: _kit.model_inputs(list(history)))
+                assert call is not None
+                with call:
+                    pass
+                call.answered(_kit.reply(f"file {step} read"))
+                history.append(_kit.message("assistant", f"file {step} read"))
+                if step % 10 == 9:
+                    openprogram.flush()  # the writer runs past the bound and spills
+        switch.off()
+        _wait_durable()
+    spills = sorted((tmp_path / "home" / "spill").glob("*.jsonl"))
+    assert spills and any('{"message": [' in spill.read_text() for spill in spills)
+    from openprogram._cli import main as cli_main
+
+    for spill in spills:
+        assert cli_main(["--store", store.url, "import", str(spill)]) == 0
+    recorded = [c.inputs["messages"] for c in store.list_calls(h.session_id) if c.kind == "llm"]
+    assert recorded == sent
+
+
 def test_exit_with_an_unwritable_store_spills_everything(tmp_path: Path) -> None:
     """A process that ends while its store is unusable writes its records to a spill file."""
     directory = tmp_path / "gone"
