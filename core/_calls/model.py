@@ -37,7 +37,7 @@ from .._recording import (
 )
 from .._runtime import NoSessionError, log_once, new_call_id
 from .later import LaterCall
-from .prompts import prompt_inputs
+from .prompts import prompt_inputs, whole_inputs_json
 from .scope import resolve
 
 __all__ = [
@@ -216,9 +216,9 @@ def _attributes_prefix(name: str, provider: Any, stream: bool) -> str:
 def _prompt_inputs(framework: str, handle: Any, call_id: str, captured: dict[str, Any]) -> str:
     try:
         return prompt_inputs(handle, call_id, captured)
-    except Exception as exc:  # a bug of ours: the prompt is kept all the same, whole and bounded
+    except Exception as exc:  # a bug of ours: the prompt is kept all the same, whole, inline
         log_once(framework, "storing a request's messages once", exc)
-        return capture_json(captured)
+        return whole_inputs_json(captured)
 
 
 class ModelCall(LaterCall):

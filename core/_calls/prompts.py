@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import weakref
 from typing import Any
 
 from .._capture import capture_json
 from .._recording import SessionHandle, enqueue_messages
 from ..stores import MessageRow, prompt_json
 
-__all__ = ["prompt_inputs"]
+__all__ = ["prompt_inputs", "whole_inputs_json"]
 
 # Requests remembered per session: enough for the agents of a multi-agent run that take turns.
 _RECENT = 8
@@ -38,9 +39,11 @@ _Request = tuple[str, list[Any], list[str]]  # (call id, messages, their ids)
 class _Requests:
     """One session's recent requests in this process, and the messages already queued for its store."""
 
-    __slots__ = ("known", "recent")
+    __slots__ = ("known", "recent", "store")
 
-    def __init__(self) -> None:
+    def __init__(self, store: Any) -> None:
+        # Weakly: a store object freed and another made at its address must not inherit ``known``.
+        self.store = weakref.ref(store)
         self.recent: list[_Request] = []  # newest last
         self.known: set[str] = set()
 
@@ -53,8 +56,8 @@ def _requests(handle: SessionHandle) -> _Requests:
     key = (id(handle.store), handle.session_id)
     with _lock:
         found = _sessions.pop(key, None)
-        if found is None:
-            found = _Requests()
+        if found is None or found.store() is not handle.store:
+            found = _Requests(handle.store)
             if len(_sessions) >= _SESSIONS:
                 del _sessions[next(iter(_sessions))]
         _sessions[key] = found  # now the most recently used
@@ -84,16 +87,26 @@ def _shared_start(messages: list[Any], recent: list[_Request]) -> tuple[str | No
     return None, 0, []
 
 
+def _rest(inputs: dict[str, Any]) -> str:
+    """The inputs but their messages as JSON text after the messages: ``}`` or ``,"tools":...}``."""
+    rest = {key: value for key, value in inputs.items() if key != "messages"}
+    return "}" if not rest else "," + capture_json(rest)[1:]
+
+
+def whole_inputs_json(inputs: dict[str, Any]) -> str:
+    """An ``llm`` call's inputs with every message inline, each bounded on its own (never the list)."""
+    messages = inputs.get("messages")
+    if not isinstance(messages, list):
+        return capture_json(inputs)
+    return '{"messages":[' + ",".join(map(capture_json, messages)) + "]" + _rest(inputs)
+
+
 def prompt_inputs(handle: SessionHandle, call_id: str, inputs: dict[str, Any]) -> str:
     """The JSON text of an ``llm`` call's inputs, its messages whole by reference; queues the new messages."""
     messages = inputs.get("messages")
-    rest = {key: value for key, value in inputs.items() if key != "messages"}
-    rest_json = capture_json(rest) if rest else "{}"
-    if not isinstance(messages, list):
-        return capture_json(inputs)
-    tail = "}" if rest_json == "{}" else "," + rest_json[1:]
-    if not handle.store.keeps_messages:
-        return '{"messages":[' + ",".join(map(capture_json, messages)) + "]" + tail
+    if not isinstance(messages, list) or not handle.store.keeps_messages:
+        return whole_inputs_json(inputs)
+    tail = _rest(inputs)
     requests = _requests(handle)
     after, keep, shared_ids = _shared_start(messages, requests.recent)
     known = requests.known
