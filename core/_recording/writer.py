@@ -53,6 +53,7 @@ from .record import (
     inflight,
     queue,
 )
+from .texts import LONG, SessionTexts
 
 __all__ = [
     "INTERVAL",
@@ -139,6 +140,8 @@ class _StoreState:
         self.pending_calls = CallRows()  # flat: no tuple per row for the GC to track
         self.pending_aliases: list[AliasRow] = []
         self.pending_messages: list[MessageRow] = []
+        # Long texts stored once per session, for a store that keeps message rows (see texts).
+        self.texts = SessionTexts() if store.keeps_messages else None
         self.failing = False
         self.retry_at = 0.0
         self.backoff = 1.0
@@ -342,6 +345,17 @@ def _encode_safely(rec: tuple[Any, ...], owner: str) -> CallRow:
         )
 
 
+def _with_shared_texts(state: _StoreState, row: CallRow) -> CallRow:
+    """The row with the long texts of its inputs and output stored once (their rows pending in ``state``)."""
+    texts = state.texts
+    if texts is None:
+        return row
+    session_id, pending = row[1], state.pending_messages
+    inputs = row[8] if row[8] is None else texts.shared(session_id, row[8], pending)
+    output = row[9] if row[9] is None else texts.shared(session_id, row[9], pending)
+    return (*row[:8], inputs, output, *row[10:])
+
+
 def _state(store: Store) -> _StoreState:
     state = _states.get(id(store))
     if state is None:
@@ -405,6 +419,8 @@ def _drain(count: int, owner: str) -> list[_Marker]:
                     row = encode(item, owner)
                 except Exception:
                     row = _encode_safely(item, owner)
+                if (row[8] is not None and len(row[8]) >= LONG) or (row[9] is not None and len(row[9]) >= LONG):
+                    row = _with_shared_texts(state, row)  # type: ignore[arg-type]
                 append(row)
                 if running:
                     running.discard(row[0])
@@ -416,7 +432,14 @@ def _drain(count: int, owner: str) -> list[_Marker]:
                 _state(alias["store"]).pending_aliases.append(alias["alias"])
             elif head is _MESSAGES:
                 message_store, rows = item[_PAYLOAD]
-                _state(message_store).pending_messages.extend(rows)
+                message_state = _state(message_store)
+                texts = message_state.texts
+                if texts is None:
+                    message_state.pending_messages.extend(rows)
+                else:
+                    pending = message_state.pending_messages
+                    for session_id, message_id, body in rows:
+                        pending.append((session_id, message_id, texts.shared(session_id, body, pending)))
             elif head is _MARKER:
                 markers.append(item[_PAYLOAD])
         except Exception:
@@ -434,7 +457,7 @@ def _note_running(owner: str) -> None:
         state = _state(rec[SESSION].store)
         if call_id not in state.running:
             state.running.add(call_id)
-            state.pending_calls.append(_encode_safely(rec + _RUNNING, owner))
+            state.pending_calls.append(_with_shared_texts(state, _encode_safely(rec + _RUNNING, owner)))
 
 
 def _write_all(owner: str, synced: bool) -> bool:
@@ -506,28 +529,30 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
     state.pending_sessions = []
     state.pending_aliases = []
     state.pending_messages = []
-    if written and written_hooks:
-        _hand_over(written)
+    if (written or messages) and written_hooks:
+        _hand_over(store, written, messages)
     return True
 
 
-written_hooks: list[Callable[[CallRows], None]] = []
-"""Given each batch of call rows a store has written (see :func:`on_calls_written`)."""
+written_hooks: list[Callable[[Store, CallRows, list[MessageRow]], None]] = []
+"""Given each batch of rows a store has written (see :func:`on_calls_written`)."""
 
 
-def on_calls_written(hook: Callable[[CallRows], None]) -> None:
-    """Hand ``hook`` each batch of call rows once its store has written it (spilled rows never are).
+def on_calls_written(hook: Callable[[Store, CallRows, list[MessageRow]], None]) -> None:
+    """Hand ``hook(store, calls, messages)`` each batch of call rows, with the message rows written in the same
+    transaction (what model calls' prompts refer to), once ``store`` has written it (spilled rows never are).
 
     It runs on the writer's thread, so it must only queue the batch. A batch holds final rows
-    and the rows of calls still running (status ``running``), whose final rows come later.
+    and the rows of calls still running (status ``running``), whose final rows come later; it
+    may hold message rows only (written before the call that refers to them).
     """
     written_hooks.append(hook)
 
 
-def _hand_over(rows: CallRows) -> None:
+def _hand_over(store: Store, rows: CallRows, messages: list[MessageRow]) -> None:
     for hook in written_hooks:
         try:
-            hook(rows)
+            hook(store, rows, messages)
         except Exception:  # a hook's bug never fails the write
             logger.exception("openprogram: a hook on written calls failed")
 

@@ -39,7 +39,7 @@ from ._base import (
     owner_alive,
     tokens_of,
 )
-from ._prompts import PROMPT, PromptReader, prompt_json, prompt_reference
+from ._prompts import PROMPT, TEXT, PromptReader, holds_texts, prompt_json, prompt_reference
 from ._rows import (
     CALL_COLUMNS,
     AliasRow,
@@ -69,9 +69,11 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredRow",
+    "TEXT",
     "default_store_url",
     "describe_store",
     "effect_state",
+    "holds_texts",
     "is_default_store",
     "on_read",
     "open_store",

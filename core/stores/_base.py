@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._runtime import StoreError, process_owner
-from ._prompts import PromptReader, prompt_reference
+from ._prompts import PromptReader, holds_texts, prompt_reference
 from ._rows import (
     AliasRow,
     CallRow,
@@ -97,6 +97,10 @@ def _record_of(
         status = "interrupted"
     if captures:
         inputs, output, attributes = _loads(row[8]), _loads(row[9]), _loads(row[11])
+        if holds_texts(row[8]):
+            inputs = prompts().with_texts(inputs)
+        if holds_texts(row[9]):
+            output = prompts().with_texts(output)
         if row[4] == "llm" and prompt_reference(inputs) is not None:
             inputs = prompts().whole_inputs(row[0], inputs)
         if merged is not None:

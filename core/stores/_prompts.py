@@ -18,10 +18,19 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["PROMPT", "PromptReader", "prompt_json", "prompt_reference"]
+__all__ = ["PROMPT", "TEXT", "PromptReader", "holds_texts", "prompt_json", "prompt_reference"]
 
 #: The key of a stored prompt reference, in place of an ``llm`` call's message list.
 PROMPT = "$prompt"
+
+#: The key of a long text stored once (``{"$text": ID}``, see ``openprogram._recording.texts``), in any capture.
+TEXT = "$text"
+_TEXT_MARK = '"$text"'
+
+
+def holds_texts(captured: str | None) -> bool:
+    """Whether a stored capture (JSON text) may refer to long texts stored once."""
+    return captured is not None and _TEXT_MARK in captured
 
 
 def prompt_json(after: str | None, keep: int, added: Sequence[str]) -> str:
@@ -79,6 +88,31 @@ class PromptReader:
         whole.update((key, value) for key, value in inputs.items() if key != "messages")
         return whole
 
+    def with_texts(self, value: Any) -> Any:
+        """``value`` with the long texts it refers to put back (the same object when it refers to none)."""
+        kind = type(value)
+        if kind is dict:
+            if len(value) == 1 and type(found := value.get(TEXT)) is str:
+                return self._text(found, value)
+            return {key: self.with_texts(inner) for key, inner in value.items()}
+        if kind is list:
+            return [self.with_texts(inner) for inner in value]
+        return value
+
+    def _text(self, text_id: str, reference: Any) -> Any:
+        text = self._stored().get(text_id)
+        if text is None:
+            return reference  # not a text of ours, or lost: shown as stored
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def _stored(self) -> Mapping[str, str]:
+        if self._texts is None:
+            self._texts = self._texts_of()
+        return self._texts
+
     def messages(self, call_id: str, reference: dict[str, Any]) -> list[Any]:
         """The whole message list a call's reference stands for."""
         found = self._whole.get(call_id)
@@ -135,9 +169,7 @@ class PromptReader:
         decoded = self._decoded.get(message_id)
         if decoded is not None:
             return decoded
-        if self._texts is None:
-            self._texts = self._texts_of()
-        text = self._texts.get(message_id)
+        text = self._stored().get(message_id)
         if text is None:
             decoded = _missing(1, f"message {message_id}")
         else:
@@ -145,6 +177,8 @@ class PromptReader:
                 decoded = json.loads(text)
             except ValueError:
                 decoded = text
+            if holds_texts(text):
+                decoded = self.with_texts(decoded)
         self._decoded[message_id] = decoded
         return decoded
 

@@ -67,7 +67,7 @@ def test_schema_created_once_and_versioned(pg_url: str, backends: Backends) -> N
     schema = _schema_of(pg_url)
     assert _query(f'SELECT value FROM "{schema}".meta WHERE key = %s', "schema_version") == [(str(pg.SCHEMA_VERSION),)]
     tables = {r[0] for r in _query("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", schema)}
-    assert tables == {"meta", "sessions", "calls", "heartbeats", "aliases", "effects"}
+    assert tables == {"meta", "sessions", "calls", "heartbeats", "aliases", "effects", "messages"}
     # A second store object on the same schema finds it ready and shares the data.
     store.write([("s1", "a", 1.0, 1.0)], [])
     other = pg.PostgresStore(pg_url)

@@ -271,3 +271,27 @@ def test_show_json_and_jsonl_print_whole_prompts(tmp_path: Path) -> None:
             calls = [json.loads(line) for line in shown.stdout.splitlines() if line.strip()]
             calls = [c.get("call", c) for c in calls]
         assert [c["inputs"]["messages"] for c in calls if c.get("kind") == "llm"] == sent
+
+
+def test_a_long_tool_result_is_stored_once_however_many_calls_hold_it(store: Store) -> None:
+    @openprogram.tool
+    def read(name: str) -> str:
+        return f"{name}: " + "line of a long file\n" * 100
+
+    history = [_kit.message("user", "read a and b")]
+    with openprogram.session_context(store=store) as h:
+        with openprogram.call_scope("node", "tools") as node:  # a step whose output holds the result too
+            results = [read("a"), read("b")]
+            node.set_output({"messages": [{"type": "tool", "content": text} for text in results]})
+        history += [_kit.message("tool", text, tool_call_id=name) for name, text in zip("ab", results, strict=True)]
+        ask(history)
+        ask([*history, _kit.message("user", "again")])
+    openprogram.flush()
+    calls = store.list_calls(h.session_id)
+    assert [c.output for c in calls if c.kind == "tool"] == results
+    (node_call,) = [c for c in calls if c.kind == "node"]
+    assert node_call.output == {"messages": [{"type": "tool", "content": text} for text in results]}
+    assert prompts(store, h.session_id)[-1][1:3] == history[1:3]
+    raw = store.messages(h.session_id).values()
+    assert [sum(json.dumps(result)[1:-1] in text for text in raw) for result in results] == [1, 1]  # not 4 times
+    assert [[json.loads(text) for text in raw].count(result) for result in results] == [1, 1]
