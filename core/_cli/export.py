@@ -132,7 +132,7 @@ def export_command(
     except DidNotEnable as exc:
         err.write(f"openprogram: {exc}\n")
         return 1
-    from .._otlp import default_resource, spans_of
+    from .._otlp import default_resource, spans_of_calls
 
     sessions = _selected(store, session_ids, cutoff, err)
     if sessions is None:
@@ -148,7 +148,7 @@ def export_command(
         for done, info in enumerate(sessions, 1):
             calls = list(store.iter_calls(info.session_id))
             running += sum(1 for call in calls if call.status == "running")
-            spans = spans_of(map(row_of, calls), resource, content=content)
+            spans = spans_of_calls(calls, resource, content=content)
             for chunk in _chunks(spans):
                 failure = sender.send(chunk)
                 if failure is not None:

@@ -1,6 +1,8 @@
 """OTLP export: recorded calls as OpenTelemetry spans, sent with the official exporter (``openprogram[otlp]``).
 
 - ``spans``: recorded calls as finished spans, one trace per turn, one span per call;
+- ``messages``: a model call's messages as span attributes (OpenInference, GenAI), and their cut;
+- ``prompts``: what raw rows refer to (model calls' prompts, long texts) put back for live export;
 - ``sender``: sending spans over OTLP/HTTP, and describing why a send failed;
 - ``live``: live export, every call its store has written sent from one background thread.
 """
@@ -11,13 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import live
 from .live import BATCH_DELAY, EXIT_SECONDS, export_choice, flush_export, set_export
+from .messages import DEFAULT_MAX_MESSAGES, ENV_MAX_MESSAGES
 from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, traces_endpoint
 
 if TYPE_CHECKING:
-    from .spans import default_resource, span_id_of, spans_of, trace_id_of
+    from .spans import default_resource, span_id_of, spans_of, spans_of_calls, trace_id_of
 
 __all__ = [
     "BATCH_DELAY",
+    "DEFAULT_MAX_MESSAGES",
+    "ENV_MAX_MESSAGES",
     "EXIT_SECONDS",
     "INSTALL_HINT",
     "MAX_BATCH",
@@ -31,12 +36,13 @@ __all__ = [
     "set_export",
     "span_id_of",
     "spans_of",
+    "spans_of_calls",
     "trace_id_of",
     "traces_endpoint",
 ]
 
 # The span builders need OpenTelemetry, which openprogram does not require: imported when first used.
-_SPAN_BUILDERS = frozenset({"default_resource", "span_id_of", "spans_of", "trace_id_of"})
+_SPAN_BUILDERS = frozenset({"default_resource", "span_id_of", "spans_of", "spans_of_calls", "trace_id_of"})
 
 
 def __getattr__(name: str) -> Any:

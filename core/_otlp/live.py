@@ -1,12 +1,13 @@
 """Live OTLP export: every call its store has written is sent as a span, from one background thread.
 
 ``configure(export="otlp")`` or ``OPENPROGRAM_EXPORT=otlp`` turns it on. The writer hands
-over each batch it wrote, which costs it an append; the exporter's thread builds the spans
-and sends them in batches, taking at most :data:`CPU_SHARE` of the process's time. A
-backend that refuses or cannot be reached is warned about once per outage and retried with
-back-off; what waits is bounded (past :data:`MAX_QUEUED_CALLS` the oldest calls are dropped
-from export), and the store keeps everything for ``openprogram export otlp``. At exit what
-is waiting is sent within :data:`EXIT_SECONDS`.
+over each batch it wrote, which costs it an append; the exporter's thread puts back what the
+rows refer to (prompts, long texts: see :mod:`.prompts`), builds the spans and sends them in
+batches, taking at most :data:`CPU_SHARE` of the process's time. A backend that refuses or
+cannot be reached is warned about once per outage and retried with back-off; what waits is
+bounded (past :data:`MAX_QUEUED_CALLS` the oldest calls are dropped from export), and the
+store keeps everything for ``openprogram export otlp``. At exit what is waiting is sent within
+:data:`EXIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from .._capture import content_captured
 from .._recording import flush, on_calls_written
-from ..stores import CallRows
+from ..stores import CallRows, MessageRow, Store
+from .prompts import LivePrompts
 from .sender import MAX_BATCH, Sender, require_otlp
 
 if TYPE_CHECKING:
@@ -111,13 +113,13 @@ def _decide() -> None:
             _live.stop()
 
 
-def _written(rows: CallRows) -> None:
+def _written(store: Store, rows: CallRows, messages: list[MessageRow]) -> None:
     """The writer's hook: a batch its store has written (on the writer's thread: queue it, nothing more)."""
     if not _decided:
         _decide()
     live = _live
     if live is not None and live.enabled:
-        live.take(rows)
+        live.take(store, rows, messages)
 
 
 class _LiveExport:
@@ -126,8 +128,8 @@ class _LiveExport:
     def __init__(self) -> None:
         self.enabled = True
         self._lock = threading.Lock()
-        self._batches: deque[CallRows] = deque()
-        self._queued = 0  # rows in _batches
+        self._batches: deque[tuple[Store, CallRows, list[MessageRow]]] = deque()
+        self._queued = 0  # call rows in _batches
         self._spans: list[ReadableSpan] = []  # built, not sent yet (the head is the batch being retried)
         self._dropped = 0
         self._work = threading.Event()
@@ -139,13 +141,14 @@ class _LiveExport:
         self._resource: Resource | None = None
         self._failing = False
         self._backoff = 1.0
+        self._prompts = LivePrompts()  # the exporter thread's only
 
     # --- the writer's side --------------------------------------------------------
 
-    def take(self, rows: CallRows) -> None:
+    def take(self, store: Store, rows: CallRows, messages: list[MessageRow]) -> None:
         """Queue a written batch (its running rows are skipped later); past the bound the oldest are dropped."""
         with self._lock:
-            self._batches.append(rows)
+            self._batches.append((store, rows, messages))
             self._queued += len(rows)
             if self._queued + len(self._spans) > MAX_QUEUED_CALLS:
                 self._drop_oldest()
@@ -157,7 +160,7 @@ class _LiveExport:
     def _drop_oldest(self) -> None:
         dropped = 0
         while self._queued + len(self._spans) > MAX_QUEUED_CALLS and len(self._batches) > 1:
-            rows = self._batches.popleft()
+            _, rows, _ = self._batches.popleft()
             self._queued -= len(rows)
             dropped += len(rows)
         if dropped and not self._dropped:
@@ -270,9 +273,13 @@ class _LiveExport:
             with self._lock:
                 if not self._batches:
                     break
-                rows = self._batches.popleft()
+                store, rows, messages = self._batches.popleft()
                 self._queued -= len(rows)
-            built = spans_of(rows, self._resource, content=content_captured())
+            content = content_captured()
+            if content:
+                self._prompts.add_messages(messages)
+            prompts = self._prompts.resolver(store) if content else None
+            built = spans_of(rows, self._resource, content=content, prompts=prompts)
             with self._lock:
                 self._spans.extend(built)
                 excess = len(self._spans) - MAX_QUEUED_CALLS

@@ -4,7 +4,7 @@ The ids come from the records — a trace id from the session and turn ids, a sp
 the call id — so a call exported twice is the same span, which a backend keeps once. Names
 and attributes follow the OpenTelemetry GenAI conventions (``chat {model}``,
 ``invoke_agent {name}``, ...), with the OpenInference attributes that Phoenix and Langfuse
-read for sessions, span kinds, models, tokens and messages.
+read for sessions, span kinds, models, tokens and messages (see :mod:`.messages`).
 
 Needs ``openprogram[otlp]``: only the OTLP export modules import this one.
 """
@@ -15,6 +15,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -24,9 +25,11 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from .._runtime import VERSION
-from ..stores import CallRow, StoredRow
+from ..stores import CallRecord, CallRow, StoredRow, holds_texts
+from .messages import json_text, max_messages, model_content, scalar
+from .prompts import Prompts
 
-__all__ = ["SERVICE_NAME", "default_resource", "span_id_of", "spans_of", "trace_id_of"]
+__all__ = ["SERVICE_NAME", "default_resource", "span_id_of", "spans_of", "spans_of_calls", "trace_id_of"]
 
 SERVICE_NAME = "openprogram"
 """The resource's ``service.name`` unless ``OTEL_SERVICE_NAME`` (or ``OTEL_RESOURCE_ATTRIBUTES``) names one."""
@@ -34,6 +37,8 @@ SERVICE_NAME = "openprogram"
 _SCOPE = InstrumentationScope("openprogram", VERSION)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _JSON = "application/json"
+_failed_once = False  # a prompt that could not be read was logged
+logger = logging.getLogger("openprogram")
 
 # A call's kind -> its GenAI operation name and OpenInference span kind; any other kind
 # is named after itself, as a CHAIN.
@@ -47,15 +52,6 @@ _OPERATIONS = {
 }
 # Attributes of an llm call that have their own span attributes.
 _MODEL_KEYS = frozenset({"model", "provider", "usage"})
-# Request parameters with a GenAI attribute of their own.
-_PARAMS = {
-    "temperature": "gen_ai.request.temperature",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "top_p": "gen_ai.request.top_p",
-    "top_k": "gen_ai.request.top_k",
-    "stop": "gen_ai.request.stop_sequences",
-    "seed": "gen_ai.request.seed",
-}
 
 
 @functools.lru_cache(maxsize=1024)  # every call of a turn asks for it
@@ -97,27 +93,102 @@ def _sdk_version() -> str:
         return "unknown"
 
 
-def spans_of(rows: Iterable[CallRow], resource: Resource, *, content: bool) -> list[ReadableSpan]:
+def spans_of(
+    rows: Iterable[CallRow], resource: Resource, *, content: bool, prompts: Prompts | None = None
+) -> list[ReadableSpan]:
     """A finished span for each final call row (running rows are left out).
 
-    ``content=False`` leaves out inputs, outputs and message text. A call that ended with
-    no end time (its process died) ends at the latest time recorded in its turn.
+    ``content=False`` leaves out inputs, outputs and message text. ``prompts`` puts back what
+    a store's raw rows refer to (a model call's messages, long texts); rows that hold their
+    captures whole need none. A call that ended with no end time (its process died) ends at
+    the latest time recorded in its turn.
     """
     finals = [call for call in map(StoredRow._make, rows) if call.status != "running"]
+    latest = _latest(finals)
+    limit = max_messages()
+    spans = []
+    for row in finals:
+        call, inputs = _captures(row, prompts) if content else (row, None)
+        spans.append(_span(call, _decoded(call.attributes), inputs, resource, content, latest, limit))
+    return spans
+
+
+def spans_of_calls(calls: Iterable[CallRecord], resource: Resource, *, content: bool) -> list[ReadableSpan]:
+    """:func:`spans_of` for calls read back as records (``store.iter_calls``): their prompts are whole already,
+    and sent without encoding them again as a stored row (which would bound them to a captured value's size)."""
+    finals: list[StoredRow] = []
+    found: list[tuple[Any, Any]] = []  # each call's decoded attributes and, of a model call, its inputs
+    for call in calls:
+        if call.status == "running":
+            continue
+        model = call.kind == "llm"
+        inputs = None if model or call.inputs is None or not content else json_text(call.inputs)
+        output = None if call.output is None or not content else json_text(call.output)
+        finals.append(
+            StoredRow(
+                call.call_id, call.session_id, call.turn_id, call.parent_id, call.kind, call.name, call.framework,
+                call.status, inputs, output, call.error, None, call.started_at, call.ended_at, "",
+            )
+        )  # fmt: skip
+        found.append((call.attributes, call.inputs if model and content else None))
+    latest = _latest(finals)
+    limit = max_messages()
+    return [
+        _span(call, recorded, inputs, resource, content, latest, limit)
+        for call, (recorded, inputs) in zip(finals, found, strict=True)
+    ]
+
+
+def _captures(call: StoredRow, prompts: Prompts | None) -> tuple[StoredRow, Any]:
+    """The row with the long texts its inputs and output refer to put back, and a model call's inputs decoded
+    with their messages whole (None for any other call); as recorded when that fails (the span is sent all the
+    same, without what could not be read)."""
+    global _failed_once
+    model = call.kind == "llm"
+    inputs = _decoded(call.inputs) if model else None
+    if prompts is None:
+        return call, inputs
+    try:
+        session_id = call.session_id
+        if holds_texts(call.output):
+            call = call._replace(output=json_text(prompts.with_texts(session_id, _decoded(call.output))))
+        if holds_texts(call.inputs):
+            whole = prompts.with_texts(session_id, _decoded(call.inputs))
+            if not model:
+                return call._replace(inputs=json_text(whole)), None
+            inputs = whole
+        return call, prompts.whole_inputs(session_id, call.call_id, inputs) if model else None
+    except Exception:  # e.g. the store cannot be read now
+        if not _failed_once:
+            _failed_once = True
+            logger.warning("openprogram: cannot read what a call's record refers to, to export it", exc_info=True)
+        return call, inputs
+
+
+def _latest(finals: list[StoredRow]) -> dict[str, float]:
+    """The latest time recorded in each turn, when a call has no end time (else empty)."""
     latest: dict[str, float] = {}
     if any(call.ended_at is None for call in finals):
         for call in finals:
             seen = call.started_at if call.ended_at is None else call.ended_at
             if seen > latest.get(call.turn_id, 0.0):
                 latest[call.turn_id] = seen
-    return [_span(call, resource, content, latest) for call in finals]
+    return latest
 
 
-def _span(call: StoredRow, resource: Resource, content: bool, latest: Mapping[str, float]) -> ReadableSpan:
+def _span(
+    call: StoredRow,
+    recorded: Any,
+    model_inputs: Any,
+    resource: Resource,
+    content: bool,
+    latest: Mapping[str, float],
+    limit: int,
+) -> ReadableSpan:
+    """A call's span; ``recorded`` is its decoded attributes, ``model_inputs`` a model call's decoded inputs, whole."""
     # the row layout (CALL_COLUMNS), kept as a table
     (call_id, session_id, turn_id, parent_id, kind, name, framework, status,
-     inputs, output, error, attributes, started_at, ended_at, _owner) = call  # fmt: skip
-    recorded = _decoded(attributes)
+     inputs, output, error, _attributes, started_at, ended_at, _owner) = call  # fmt: skip
     if not isinstance(recorded, dict):
         recorded = {}
     operation, span_kind = _OPERATIONS.get(kind, (kind, "CHAIN"))
@@ -154,14 +225,14 @@ def _span(call: StoredRow, resource: Resource, content: bool, latest: Mapping[st
         _model_attributes(attrs, target, recorded)
     for key, value in recorded.items():
         if kind != "llm" or key not in _MODEL_KEYS:
-            attrs[f"openprogram.attributes.{key}"] = _scalar(value)
+            attrs[f"openprogram.attributes.{key}"] = scalar(value)
     if content:
-        if inputs is not None:
+        if kind == "llm":
+            model_content(attrs, model_inputs, inputs, _decoded(output), limit)
+        elif inputs is not None:
             attrs["input.value"], attrs["input.mime_type"] = inputs, _JSON
         if output is not None:
             attrs["output.value"], attrs["output.mime_type"] = output, _JSON
-        if kind == "llm":
-            _message_attributes(attrs, _decoded(inputs), _decoded(output))
     end = ended_at if ended_at is not None else max(latest.get(turn_id, started_at), started_at)
     events: list[Event] = []
     if status == "error":
@@ -208,48 +279,6 @@ def _model_attributes(attrs: dict[str, Any], model: str, recorded: Mapping[str, 
                 attrs[openinference] = count
 
 
-def _message_attributes(attrs: dict[str, Any], inputs: Any, output: Any) -> None:
-    """The request's messages, parameters and the reply, flattened as OpenInference and GenAI attributes."""
-    if isinstance(inputs, dict):
-        messages = inputs.get("messages")
-        if isinstance(messages, list):
-            for index, message in enumerate(messages):
-                if isinstance(message, dict):
-                    _message(attrs, f"llm.input_messages.{index}.message", message)
-        params = inputs.get("params")
-        if isinstance(params, dict) and params:
-            attrs["llm.invocation_parameters"] = json.dumps(params, default=str)
-            for key, name in _PARAMS.items():
-                value = params.get(key)
-                if value is not None:
-                    attrs[name] = [str(v) for v in value] if isinstance(value, list) else _scalar(value)
-    if isinstance(output, dict):
-        _message(attrs, "llm.output_messages.0.message", output)
-        if output.get("finish_reason") is not None:
-            attrs["gen_ai.response.finish_reasons"] = [str(output["finish_reason"])]
-
-
-def _message(attrs: dict[str, Any], prefix: str, message: Mapping[str, Any]) -> None:
-    attrs[f"{prefix}.role"] = str(message.get("role") or "user")
-    text = message.get("content")
-    if text is not None:
-        attrs[f"{prefix}.content"] = text if isinstance(text, str) else json.dumps(text, default=str)
-    if message.get("tool_call_id") is not None:
-        attrs[f"{prefix}.tool_call_id"] = str(message["tool_call_id"])
-    calls = message.get("tool_calls")
-    for index, call in enumerate(calls if isinstance(calls, list) else ()):
-        if not isinstance(call, dict):
-            continue
-        key = f"{prefix}.tool_calls.{index}.tool_call"
-        if call.get("id") is not None:
-            attrs[f"{key}.id"] = str(call["id"])
-        attrs[f"{key}.function.name"] = str(call.get("name"))
-        arguments = call.get("arguments")
-        attrs[f"{key}.function.arguments"] = (
-            arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
-        )
-
-
 def _exception(error: str | None) -> dict[str, Any]:
     """``exception.type`` and ``exception.message`` from an error recorded as ``Type: message``."""
     text = error or "error"
@@ -266,13 +295,6 @@ def _decoded(text: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _scalar(value: Any) -> Any:
-    """A span attribute value: a str, bool, int or float as is, anything else as JSON text."""
-    if isinstance(value, (str, bool, int, float)):
-        return value
-    return json.dumps(value, default=str)
 
 
 def _nanos(seconds: float) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 
@@ -23,7 +24,16 @@ def content_keys(span: ReceivedSpan) -> list[str]:
         key
         for key in span.attributes
         if key.startswith(("input.", "output.", "llm.input_messages", "llm.output_messages", "llm.invocation"))
-        or key in ("gen_ai.request.temperature", "gen_ai.request.max_tokens", "gen_ai.response.finish_reasons")
+        or key
+        in (
+            "gen_ai.request.temperature",
+            "gen_ai.request.max_tokens",
+            "gen_ai.response.finish_reasons",
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.system_instructions",
+            "openprogram.prompt.messages_omitted",
+        )
     )
 
 
@@ -38,7 +48,8 @@ def test_model_call_is_a_chat_span_with_model_tokens_messages_and_parameters(
 
     assert chat.kind == SPAN_KIND_CLIENT
     model_keys = ("gen_ai.", "llm.token", "llm.model", "llm.provider", "openinference", "openprogram.framework")
-    assert {k: v for k, v in chat.attributes.items() if k.startswith(model_keys)} == {
+    messages_json = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+    assert {k: v for k, v in chat.attributes.items() if k.startswith(model_keys) and k not in messages_json} == {
         "gen_ai.conversation.id": handle.session_id,
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-test",
@@ -75,6 +86,32 @@ def test_model_call_is_a_chat_span_with_model_tokens_messages_and_parameters(
         "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c2",
         "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "book",
         "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"flight": "TP1234"}',
+    }
+    assert json.loads(chat.attributes["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "You book flights."}
+    ]
+    assert json.loads(chat.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Lisbon to Oslo, Tuesday."}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "search", "arguments": {"from": "LIS", "to": "OSL"}}],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": '[{"flight": "TP1234"}]'}]},
+    ]
+    assert json.loads(chat.attributes["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "Book TP1234."},
+                {"type": "tool_call", "id": "c2", "name": "book", "arguments": {"flight": "TP1234"}},
+            ],
+            "finish_reason": "stop",
+        }
+    ]
+    assert "openprogram.prompt.messages_omitted" not in chat.attributes
+    assert json.loads(chat.attributes["input.value"])["messages"][0] == {
+        "role": "system",
+        "content": "You book flights.",
     }
     assert '"tools":["search","book"]' in chat.attributes["input.value"]
     assert chat.attributes["output.value"].startswith('{"role":"assistant","content":"Book TP1234."')
