@@ -1,4 +1,5 @@
-"""The viewer's JSON API over a store: sessions, a session's tree a page of children at a time, one call's details.
+"""The viewer's JSON API over a store: sessions, a session's tree a page of children at a time, one call's details,
+a session's conversation a page of turns at a time.
 
 Every method returns a JSON-ready dict, or None when the session (or call) is unknown. Nothing here writes.
 """
@@ -12,7 +13,9 @@ from typing import Any
 from .._runtime import InvalidSessionId, validate_session_id
 from ..stores import SessionInfo, Store
 from .cache import TreeCache
+from .conversation import Conversation
 from .lookup import find_captures
+from .prompts import PromptLinks
 from .tree import SessionTree
 
 __all__ = ["ViewerApi"]
@@ -28,6 +31,8 @@ OPEN_WHOLE_DEPTH = 12
 #: A listing reads the trees of its sessions for their root and status up to this many calls in all;
 #: the browser asks for the rest with :meth:`ViewerApi.summaries`.
 LIST_SUMMARY_CALLS = 20_000
+#: Turns of a conversation sent per request: the page opens on the newest, earlier ones come when asked for.
+TURNS_PAGE = 20
 
 
 def _clamp(value: int, low: int, high: int) -> int:
@@ -47,6 +52,8 @@ class ViewerApi:
     def __init__(self, store: Store, cache: TreeCache | None = None) -> None:
         self.store = store
         self.cache = cache or TreeCache(store)
+        self.prompts = PromptLinks(store)
+        self.conversations = Conversation(store)
 
     def _tree(self, session_id: str) -> SessionTree | None:
         known = _known(session_id)
@@ -172,7 +179,7 @@ class ViewerApi:
         captures = find_captures(self.store, tree.session_id, call_id, tree.starts[index])
         inputs, output, error, attributes = captures or (None, None, tree.errors[index], None)
         parent = tree.parents[index]
-        return {
+        found = {
             "now": time.time(),
             "node": tree.node(index, time.time()),
             "turn_id": tree.turn_ids[index],
@@ -184,3 +191,29 @@ class ViewerApi:
             "error": error,
             "attributes": attributes,
         }
+        if tree.kinds[index] == "llm":
+            found["prompt"] = self._prompt(tree, call_id, inputs)
+        return found
+
+    def _prompt(self, tree: SessionTree, call_id: str, inputs: Any) -> dict[str, Any]:
+        """How a model call's messages split: ``shared`` repeated from request ``after``, the rest new."""
+        messages = inputs.get("messages") if isinstance(inputs, dict) else None
+        count = len(messages) if isinstance(messages, list) else 0
+        after, keep = self.prompts.of(tree, call_id)
+        shared = min(keep, count)
+        return {"after": after if shared else None, "shared": shared, "messages": count}
+
+    # --- the conversation -------------------------------------------------------------
+    def conversation(self, session_id: str, offset: int, limit: int) -> dict[str, Any] | None:
+        """A page of the session's turns, each with its exchanges (input and answer); ``offset`` < 0: the newest."""
+        tree = self._tree(session_id)
+        if tree is None:
+            return None
+        limit = _clamp(limit, 1, 100)
+        total = len(tree.roots)
+        offset = max(0, total - limit) if offset < 0 else min(offset, total)
+        now = time.time()
+        turns = [
+            {"node": tree.node(i, now), **self.conversations.turn(tree, i)} for i in tree.roots[offset : offset + limit]
+        ]
+        return {"now": now, "version": tree.version, "total": total, "offset": offset, "turns": turns}

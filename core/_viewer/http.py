@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from ..stores import StoreError
-from .api import ViewerApi
+from .api import TURNS_PAGE, ViewerApi
 
 __all__ = ["ViewerServer", "json_bytes"]
 
@@ -226,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
             return api.children(
                 session_id, text("parent") or None, number("offset", 0), number("limit", 200), number("depth", 1)
             )
+        if rest == ["conversation"]:
+            return api.conversation(session_id, number("offset", -1), number("limit", TURNS_PAGE))
         if rest == ["search"]:
             return api.search(session_id, text("q") or "")
         if rest == ["call"] and call_id is not None:

@@ -1,18 +1,21 @@
 """Fixtures for the viewer: recorded sessions, a viewer serving them, and a real headless Chromium.
 
-The framework sessions are recorded once per test run by the adapters' own offline demos; the
-100,000-call session is written straight into a SQLite store (recording it call by call would take
-minutes and prove nothing about the viewer).
+The framework sessions are recorded once per test run by the adapters' own offline demos, the
+conversations by a scripted LangGraph agent (``coder``); the 100,000-call session is written
+straight into a SQLite store (recording it call by call would take minutes and prove nothing about
+the viewer).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import openprogram
@@ -20,6 +23,7 @@ import pytest
 from openprogram._viewer import ViewerServer, make_server
 from openprogram.stores import Store
 
+from .coder import Conversations, record_conversations
 from .viewer_support import (
     CHROMEDRIVER,
     CHROMIUM,
@@ -31,19 +35,31 @@ from .viewer_support import (
 )
 
 
-@pytest.fixture(scope="session")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
-    """A SQLite store holding one LangGraph, one CrewAI and one Semantic Kernel demo session, and a plain one."""
-    directory = tmp_path_factory.mktemp("recorded")
+@contextlib.contextmanager
+def _fresh_store(directory: Path) -> Iterator[Store]:
+    """A new SQLite store in ``directory``, recorded into with no OPENPROGRAM_* setting of the caller's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENPROGRAM_HOME", str(directory / "home"))
         for name in [n for n in os.environ if n.startswith("OPENPROGRAM_") and n != "OPENPROGRAM_HOME"]:
             patch.delenv(name)
-        store = openprogram.open_store(f"sqlite:///{directory / 'sessions.db'}")
+        yield openprogram.open_store(f"sqlite:///{directory / 'sessions.db'}")
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """A SQLite store holding one demo session of each framework, and a plain one."""
+    with _fresh_store(tmp_path_factory.mktemp("recorded")) as store:
         sessions = record_demo_sessions(store)
         sessions["plain"] = write_plain_session(store)
         openprogram.flush()
         yield Recorded(store, sessions)
+
+
+@pytest.fixture(scope="session")
+def conversations(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversations]:
+    """A SQLite store holding the coding agent's three-turn chat and its 500-step run."""
+    with _fresh_store(tmp_path_factory.mktemp("conversations")) as store:
+        yield record_conversations(store)
 
 
 @pytest.fixture(scope="session")
@@ -128,3 +144,9 @@ def browser(chromium: Any) -> Iterator[Any]:
 def demo_viewer(recorded: Recorded, serve: Callable[[Store], str]) -> str:
     """A viewer of the recorded demo sessions."""
     return serve(recorded.store)
+
+
+@pytest.fixture
+def talk_viewer(conversations: Conversations, serve: Callable[[Store], str]) -> str:
+    """A viewer of the coding agent's conversations."""
+    return serve(conversations.store)

@@ -56,6 +56,7 @@ def test_the_api_answers_404_for_an_unknown_session_or_call(demo_viewer: str, re
         "/api/sessions/nope",
         "/api/sessions/nope/children",
         "/api/sessions/nope/state",
+        "/api/sessions/nope/conversation",
         f"/api/sessions/{session_id}/call?id=nope",
         f"/api/sessions/{session_id}/path?id=nope",
         f"/api/sessions/{session_id}/children?parent=nope",
@@ -197,6 +198,7 @@ def test_browsing_every_endpoint_writes_nothing_to_the_store(
             _json(base, f"/api/sessions/{session_id}/path?id={quoted}")
         _json(base, f"/api/sessions/{session_id}/search?q=a")
         _json(base, f"/api/sessions/{session_id}/state")
+        _json(base, f"/api/sessions/{session_id}/conversation")
         assert _request(base, "GET", f"/sessions/{session_id}")[0] == 200
     _json(base, "/api/sessions")
     _json(base, "/api/summaries?" + "&".join(f"id={s}" for s in recorded.sessions.values()))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from openprogram.stores import Store
 from selenium.webdriver.common.by import By
 
-from .viewer_support import BIG_CALLS, BIG_ERRORS, BIG_SESSION, NEEDLE, NEEDLE_NODE, wait_for
+from .viewer_support import BIG_CALLS, BIG_ERRORS, BIG_SESSION, NEEDLE, NEEDLE_NODE, timed
 
 OPEN_WITHIN = 2.0  # seconds, from navigation to the tree drawn, with nothing read beforehand
 #: Cold opens tried, each in a new `openprogram ui` process, before the best must be within the bound:
@@ -21,15 +20,6 @@ RESPOND_WITHIN = 1.0  # seconds for an expand, a details pane or a search that o
 def _row(browser: Any, call_id: str) -> Any:
     rows = browser.find_elements(By.CSS_SELECTOR, f'.row[data-id="{call_id}"]')
     return rows[0] if rows and rows[0].is_displayed() else None
-
-
-def _timed(browser: Any, action: Callable[[], object], done: str, what: str) -> float:
-    """Seconds from ``action`` until the JavaScript expression ``done`` holds, checked with one light probe
-    every 50 ms (WebDriver's own element commands run heavy scripts on the page and would slow it down)."""
-    started = time.perf_counter()
-    action()
-    wait_for(lambda: browser.execute_script(f"return Boolean({done})"), timeout=30, what=what, interval=0.05)
-    return time.perf_counter() - started
 
 
 def _shown(call_id: str) -> str:
@@ -47,7 +37,7 @@ def test_a_100k_call_session_opens_in_under_two_seconds_and_stays_responsive(
     while len(tries) < OPEN_TRIES and (not tries or min(tries) >= OPEN_WITHIN):
         page = f"{ui_process(big_store)}sessions/{BIG_SESSION}"  # a new `openprogram ui`: nothing read yet
         tries.append(
-            _timed(
+            timed(
                 browser,
                 lambda page=page: browser.get(page),
                 f"document.getElementById('tree')?.dataset.ready && {_shown('node-0')}",
@@ -65,9 +55,9 @@ def test_a_100k_call_session_opens_in_under_two_seconds_and_stays_responsive(
     assert len(browser.find_elements(By.CSS_SELECTOR, ".row")) <= 300
 
     toggle = _row(browser, "node-3").find_element(By.CLASS_NAME, "toggle")
-    expand = _timed(browser, toggle.click, _shown("tool-3-96"), "the children of node-3")
+    expand = timed(browser, toggle.click, _shown("tool-3-96"), "the children of node-3")
     llm = _row(browser, "llm-3")
-    details = _timed(browser, llm.click, _details_have("question 3"), "llm-3's details")
+    details = timed(browser, llm.click, _details_have("question 3"), "llm-3's details")
     assert "gpt-fake" in browser.find_element(By.ID, "details").text
     assert browser.find_element(By.ID, "usage").text.split("\n") == [
         "12",
@@ -81,14 +71,14 @@ def test_a_100k_call_session_opens_in_under_two_seconds_and_stays_responsive(
     search = browser.find_element(By.ID, "call-search")
     needle = f"tool-{NEEDLE_NODE}-50"  # node 900 of 1,000+: far beyond the graph's first page of children
     search.send_keys(NEEDLE)  # timed from the last key: the page waits for typing to pause, then searches
-    found = _timed(
+    found = timed(
         browser, lambda: None, f"document.getElementById('details-name')?.textContent === {NEEDLE!r}", "the needle"
     )
     assert "selected" in (_row(browser, needle).get_attribute("class") or "")
     assert browser.find_element(By.ID, "match-note").text == "1 of 1 matches"
 
     next_error = browser.find_element(By.ID, "next-error")
-    error = _timed(browser, next_error.click, _details_have("TimeoutError"), "the first error")
+    error = timed(browser, next_error.click, _details_have("TimeoutError"), "the first error")
     assert browser.find_element(By.ID, "error-note").text == f"error 1 of {BIG_ERRORS}"
     print(f"expand {expand:.2f}s, details {details:.2f}s, search to a far call {found:.2f}s, next error {error:.2f}s")
     assert max(expand, details, found, error) < RESPOND_WITHIN

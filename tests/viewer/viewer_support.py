@@ -187,6 +187,15 @@ def start_chromium(width: int = 1440, height: int = 900) -> Any:
     return driver
 
 
+def timed(browser: Any, action: Callable[[], object], done: str, what: str) -> float:
+    """Seconds from ``action`` until the JavaScript expression ``done`` holds, checked with one light probe
+    every 50 ms (WebDriver's own element commands run heavy scripts on the page and would slow it down)."""
+    started = time.perf_counter()
+    action()
+    wait_for(lambda: browser.execute_script(f"return Boolean({done})"), timeout=30, what=what, interval=0.05)
+    return time.perf_counter() - started
+
+
 def wait_for(
     condition: Callable[[], T | None], timeout: float = 10.0, what: str = "condition", interval: float = 0.02
 ) -> T:

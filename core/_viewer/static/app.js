@@ -5,6 +5,7 @@
 
 (function () {
   const PAGE = 200; // children asked for at a time
+  const TURNS = 20; // turns of the conversation asked for at a time
   const POLL_MS = 1500; // a running session is polled this often
   const LIST_POLL_MS = 5000;
   const KINDS = new Set(["turn", "graph", "node", "llm", "tool", "function", "agent", "task", "crew", "flow",
@@ -164,11 +165,42 @@
     }
     return el("div", { class: "msg role-" + known }, parts);
   }
-  function modelInputsView(inputs) {
+  // A model call opens on what was new since the previous request of its conversation: the messages
+  // it repeats are folded into one row, drawn only when opened (a long agent's prompt holds thousands).
+  function promptView(messages, prompt) {
+    const shared = prompt ? Math.min(prompt.shared || 0, messages.length) : 0;
+    const drawn = (message, index) => {
+      const view = messageView(message);
+      view.dataset.index = String(index);
+      return view;
+    };
+    const list = el("div", { class: "messages" });
+    if (shared > 0) {
+      const earlier = el("div", { class: "messages earlier", hidden: true });
+      const label = el("span", { class: "fold-label", text: plural(shared, "earlier message") });
+      const fold = el("button", { class: "fold", type: "button", "aria-expanded": "false",
+        title: "Show the messages this request repeats from the previous one" }, label);
+      fold.addEventListener("click", () => {
+        const open = earlier.hidden;
+        if (open && !earlier.childElementCount) earlier.append(...messages.slice(0, shared).map(drawn));
+        earlier.hidden = !open;
+        fold.setAttribute("aria-expanded", String(open));
+        label.textContent = (open ? "Hide " : "") + plural(shared, "earlier message");
+      });
+      const previous = prompt.after ? el("a", { href: "#call=" + encodeURIComponent(prompt.after), "data-goto": prompt.after,
+        text: "the previous request" }) : "an earlier request";
+      list.append(el("div", { class: "fold-row" }, fold, el("span", { class: "muted" }, "repeated from ", previous)), earlier);
+    }
+    const fresh = messages.slice(shared).map((message, i) => drawn(message, shared + i));
+    if (!fresh.length) list.append(el("p", { class: "not-captured", text: "No new messages: this request repeats an earlier one." }));
+    list.append(...fresh);
+    return list;
+  }
+  function modelInputsView(inputs, prompt) {
     const parts = [];
     const rest = Object.assign({}, inputs);
     if (Array.isArray(inputs.messages)) {
-      parts.push(el("div", { class: "messages" }, inputs.messages.map((m) => messageView(m))));
+      parts.push(promptView(inputs.messages, prompt));
       delete rest.messages;
     }
     if (Array.isArray(inputs.tools) && inputs.tools.length) {
@@ -328,6 +360,7 @@
       this.version = null;
       this.timer = null;
       this.zoom = null; // {rootId, offset, span}: the timeline shows this call's span, else each row's whole turn
+      this.view = "tree"; // or "conversation"
     }
 
     async start() {
@@ -345,10 +378,19 @@
       this.apply(overview);
       this.renderRoots(overview.roots);
       // The server sent the newest turn opened; a link to a call opens the way down to it.
-      const wanted = new URLSearchParams(window.location.hash.slice(1)).get("call");
+      const asked = new URLSearchParams(window.location.hash.slice(1));
+      const wanted = asked.get("call");
       if (wanted) await this.reveal(wanted);
       this.tree.dataset.readyMs = String(Math.round(performance.now())); // since navigation began
       this.tree.dataset.ready = "true";
+      if (asked.get("view") === "conversation") this.showView("conversation");
+      // A link to another call or view of this page changes only the fragment: follow it without a reload.
+      window.addEventListener("hashchange", () => {
+        const now = new URLSearchParams(window.location.hash.slice(1));
+        this.showView(now.get("view") === "conversation" ? "conversation" : "tree");
+        const call = now.get("call");
+        if (call && call !== this.selected) this.reveal(call);
+      });
       if (overview.running) this.startPolling();
     }
 
@@ -374,6 +416,15 @@
       this.zoomButton = el("button", { class: "zoom", type: "button", id: "zoom", text: "Zoom to selected",
         title: "Scale the timeline to the selected call (Z)", onclick: () => this.toggleZoom() });
       this.tree = el("div", { class: "tree", id: "tree", role: "tree", tabindex: "0", "aria-label": "Call tree" });
+      this.viewTree = el("button", { class: "btn", type: "button", id: "view-tree", "aria-pressed": "true", text: "Tree",
+        title: "The call tree and its timeline", onclick: () => this.backToTree() });
+      this.viewTalk = el("button", { class: "btn", type: "button", id: "view-conversation", "aria-pressed": "false",
+        text: "Conversation", title: "Each turn's input and answer", onclick: () => this.showView("conversation") });
+      this.treePane = el("div", { class: "tree-pane" },
+        el("div", { class: "tree-head" }, el("div", { text: "Call" }), el("div", { class: "r", text: "Start" }),
+          el("div", { class: "r", text: "Duration" }), el("div", { class: "timeline-head" }, this.scaleNote, this.zoomButton)),
+        this.tree);
+      this.talk = new ConversationPane(this);
       this.details = el("aside", { class: "details", id: "details", "aria-live": "polite" },
         el("p", { class: "placeholder", text: "Select a call to see its inputs, output, error and attributes." }));
       const page = el("section", { class: "session-page" },
@@ -381,16 +432,13 @@
           el("div", { class: "title-row" }, el("h1", {}, el("span", { class: "kicker", text: "Session" }), this.title),
             this.badge, this.live),
           this.stats, this.turns),
-        el("div", { class: "session-tools toolbar" }, this.search, el("div", { class: "btn-group" }, this.prevMatch, this.nextMatch),
+        el("div", { class: "session-tools toolbar" },
+          el("div", { class: "btn-group views", role: "group", "aria-label": "View" }, this.viewTree, this.viewTalk),
+          this.search, el("div", { class: "btn-group" }, this.prevMatch, this.nextMatch),
           this.matchNote, el("span", { class: "spacer" }), this.errorNote,
           el("div", { class: "btn-group" }, this.prevError, this.nextError),
           el("button", { class: "btn", type: "button", text: "Collapse all", onclick: () => this.collapseAll() })),
-        el("div", { class: "split" },
-          el("div", { class: "tree-pane" },
-            el("div", { class: "tree-head" }, el("div", { text: "Call" }), el("div", { class: "r", text: "Start" }),
-              el("div", { class: "r", text: "Duration" }), el("div", { class: "timeline-head" }, this.scaleNote, this.zoomButton)),
-            this.tree),
-          this.details));
+        el("div", { class: "split" }, this.treePane, this.talk.el, this.details));
       $("#app").replaceChildren(page);
       this.tree.addEventListener("click", (event) => this.onTreeClick(event));
       this.tree.addEventListener("dblclick", (event) => {
@@ -400,7 +448,7 @@
       this.tree.addEventListener("keydown", (event) => this.onTreeKey(event));
       this.details.addEventListener("click", (event) => {
         const link = event.target.closest("[data-goto]");
-        if (link) { event.preventDefault(); this.reveal(link.dataset.goto); }
+        if (link) { event.preventDefault(); this.showView("tree"); this.reveal(link.dataset.goto); }
       });
       let debounce = null;
       this.search.addEventListener("input", () => {
@@ -446,7 +494,11 @@
       const chips = roots.nodes.filter((n) => n.kind === "turn").map((n) => el("button", {
         class: "turn-chip " + statusClass(n.status), type: "button", "data-turn": n.id,
         title: `${n.name} · ${n.status} · ${plural(n.descendants, "call")}`,
-        onclick: () => this.reveal(n.id, { expand: true }),
+        onclick: () => {
+          if (this.view === "conversation" && this.talk.scrollTo(n.id)) return;
+          this.showView("tree");
+          this.reveal(n.id, { expand: true });
+        },
       }, el("span", { class: "dot" }), "Turn " + n.turn_number, el("span", { class: "muted", text: fmtClock(n.started_at) }),
       el("span", { class: "muted", text: fmtDuration(n.duration !== null ? n.duration : n.elapsed) })));
       if (roots.offset > 0) chips.unshift(el("span", { class: "muted", text: `${fmtInt(roots.offset)} earlier turns…` }));
@@ -666,8 +718,50 @@
       this.selected = state.id;
       state.row.classList.add("selected");
       state.row.setAttribute("aria-selected", "true");
-      history.replaceState(null, "", "#call=" + encodeURIComponent(state.id));
+      this.writeHash();
       this.showDetails(state.id);
+    }
+
+    // Opens a call's details from outside the tree (the conversation), keeping the tree's selection in step.
+    openCall(callId) {
+      const state = this.nodes.get(callId);
+      if (state) return this.select(state);
+      const before = this.selected && this.nodes.get(this.selected);
+      if (before) {
+        before.row.classList.remove("selected");
+        before.row.setAttribute("aria-selected", "false");
+      }
+      this.selected = callId;
+      this.writeHash();
+      this.showDetails(callId);
+    }
+
+    // The address says what is shown: #call=ID&view=conversation (a link opens the page the same way).
+    writeHash() {
+      const params = new URLSearchParams();
+      if (this.selected) params.set("call", this.selected);
+      if (this.view !== "tree") params.set("view", this.view);
+      const hash = params.toString();
+      history.replaceState(null, "", hash ? "#" + hash : window.location.pathname);
+    }
+
+    // Back from the conversation: the call a bubble opened is shown in the tree too.
+    backToTree() {
+      this.showView("tree");
+      const chosen = this.selected && this.nodes.get(this.selected);
+      if (this.selected && !(chosen && chosen.row.offsetParent)) this.reveal(this.selected);
+    }
+
+    showView(name) {
+      if (name !== "tree" && name !== "conversation") return;
+      const talk = name === "conversation";
+      this.view = name;
+      this.treePane.hidden = talk;
+      this.talk.el.hidden = !talk;
+      this.viewTree.setAttribute("aria-pressed", String(!talk));
+      this.viewTalk.setAttribute("aria-pressed", String(talk));
+      this.writeHash();
+      if (talk) this.talk.show();
     }
 
     onTreeClick(event) {
@@ -755,6 +849,7 @@
 
     async gotoMatch(step) {
       if (!this.matches.length) return;
+      this.showView("tree");
       this.matchIndex = (this.matchIndex + step + this.matches.length) % this.matches.length;
       const more = this.matchCount > this.matches.length ? "+" : "";
       this.matchNote.textContent = `${fmtInt(this.matchIndex + 1)} of ${fmtInt(this.matches.length)}${more} matches`;
@@ -764,6 +859,7 @@
 
     async gotoError(step) {
       if (!this.errors.length) return;
+      this.showView("tree");
       this.errorIndex = this.errorIndex < 0 && step < 0 ? this.errors.length - 1
         : (this.errorIndex + step + this.errors.length) % this.errors.length;
       this.errorNote.textContent = `error ${fmtInt(this.errorIndex + 1)} of ${fmtInt(this.errors.length)}`;
@@ -821,8 +917,10 @@
       if (call.error) sections.push(section("Error", "error-section", el("pre", { class: "error-text", text: call.error })));
       const none = (what) => el("p", { class: "not-captured", text: `No ${what} recorded (content capture may be off).` });
       const inputs = call.inputs === null || call.inputs === undefined ? none("inputs")
-        : node.kind === "llm" && isObject(call.inputs) ? modelInputsView(call.inputs) : jsonView(call.inputs);
-      sections.push(section("Inputs", "inputs", inputs));
+        : node.kind === "llm" && isObject(call.inputs) ? modelInputsView(call.inputs, call.prompt) : jsonView(call.inputs);
+      const shared = call.prompt ? call.prompt.shared : 0;
+      const inputsTitle = shared ? `Inputs · ${fmtInt(call.prompt.messages - shared)} new of ${plural(call.prompt.messages, "message")}` : "Inputs";
+      sections.push(section(inputsTitle, "inputs", inputs));
       let output;
       if (call.output === null || call.output === undefined) output = none("output");
       else if (node.kind === "llm" && isObject(call.output)) {
@@ -879,6 +977,166 @@
       }
       this.tree.scrollTop = scroll;
       if (this.selected && this.nodes.has(this.selected)) this.showDetails(this.selected);
+      this.talk.changed();
+    }
+  }
+
+  // --- the conversation: each turn's input and answer, the call tree one click away ------------------------
+  // The server picks each exchange's input and answer from the recorded calls (see _viewer/conversation.py);
+  // a bubble opens the call it came from in the details pane.
+  class ConversationPane {
+    constructor(session) {
+      this.session = session;
+      this.el = el("div", { class: "talk-pane", id: "conversation", hidden: true, "aria-label": "Conversation" });
+      this.list = el("div", { class: "talk" });
+      this.earlier = el("button", { class: "gap earlier-turns", type: "button", id: "earlier-turns", hidden: true,
+        onclick: () => this.loadEarlier() });
+      this.turns = new Map(); // turn id -> its section
+      this.offset = 0; // the first turn shown, among all the session's turns
+      this.state = "empty"; // then "ready"; "stale" when the session changed while it was hidden
+      this.busy = false;
+      this.el.addEventListener("click", (event) => this.onClick(event));
+      this.el.addEventListener("keydown", (event) => {
+        const bubble = event.target.closest(".bubble[data-call]");
+        if (bubble && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); this.open(bubble); }
+      });
+    }
+
+    show() {
+      if (this.state !== "ready") this.load();
+    }
+
+    changed() {
+      if (this.state === "empty") return;
+      this.state = "stale";
+      if (!this.el.hidden) this.load();
+    }
+
+    async load() {
+      if (this.busy) return;
+      this.busy = true;
+      const first = this.state === "empty";
+      if (first) this.el.replaceChildren(el("p", { class: "loading", text: "Loading the conversation…" }));
+      const atEnd = this.el.scrollTop + this.el.clientHeight >= this.el.scrollHeight - 4;
+      try {
+        const page = await getJson(sessionUrl(this.session.sid, "conversation", { limit: TURNS }));
+        this.turns.clear();
+        this.offset = page.offset;
+        this.list.replaceChildren(this.earlier, ...page.turns.map((turn) => this.turnView(turn)));
+        if (!page.turns.length) this.list.append(el("p", { class: "empty", text: "No turns recorded yet." }));
+        this.mark(this.session.selected);
+        this.showEarlier();
+        this.el.replaceChildren(this.list);
+        this.state = "ready";
+        if (first || atEnd) this.el.scrollTop = this.el.scrollHeight; // a chat reads from its newest turn up
+        this.el.dataset.readyMs = String(Math.round(performance.now()));
+        this.el.dataset.ready = "true";
+      } catch (error) {
+        this.el.replaceChildren(el("div", { class: "problem", text: "Could not read the conversation: " + error.message }));
+        this.state = "empty";
+      } finally {
+        this.busy = false;
+      }
+    }
+
+    async loadEarlier() {
+      if (this.busy || this.offset <= 0) return;
+      this.busy = true;
+      const from = Math.max(0, this.offset - TURNS);
+      this.earlier.textContent = "Loading…";
+      try {
+        const page = await getJson(sessionUrl(this.session.sid, "conversation", { offset: from, limit: this.offset - from }));
+        const height = this.el.scrollHeight;
+        const fresh = page.turns.filter((turn) => !this.turns.has(turn.node.id)).map((turn) => this.turnView(turn));
+        this.earlier.after(...fresh);
+        this.mark(this.session.selected);
+        this.offset = from;
+        this.el.scrollTop += this.el.scrollHeight - height; // the reader's place stays where it was
+      } catch (error) {
+        this.earlier.textContent = "Could not load: " + error.message;
+        return;
+      } finally {
+        this.busy = false;
+      }
+      this.showEarlier();
+    }
+
+    showEarlier() {
+      this.earlier.hidden = this.offset <= 0;
+      this.earlier.textContent = `Show ${fmtInt(Math.min(this.offset, TURNS))} of ${plural(this.offset, "earlier turn")}`;
+    }
+
+    scrollTo(turnId) {
+      const section = this.turns.get(turnId);
+      if (section) section.scrollIntoView({ block: "start" });
+      return Boolean(section);
+    }
+
+    turnView(turn) {
+      const node = turn.node;
+      const shown = node.duration !== null ? node.duration : node.elapsed;
+      const head = el("div", { class: "talk-head" },
+        el("span", { class: "turn-name", text: node.turn_number ? "Turn " + node.turn_number : `${node.kind} ${node.name}` }),
+        statusBadge(node.status),
+        el("span", { class: "muted", text: `${fmtTime(node.started_at)} · ${fmtDuration(shown)} · ${plural(node.descendants, "call")}` }),
+        el("button", { class: "link", type: "button", "data-tree": node.id, text: "Show in tree" }));
+      const section = el("section", { class: "talk-turn", "data-turn": node.id }, head,
+        turn.exchanges.map((exchange) => this.exchangeView(exchange)));
+      if (!turn.exchanges.length) section.append(el("p", { class: "muted note", text: "Nothing recorded in this turn yet." }));
+      if (turn.more) section.append(el("p", { class: "muted note", text: `and ${plural(turn.more, "more run")}: see the tree` }));
+      this.turns.set(node.id, section);
+      return section;
+    }
+
+    exchangeView(exchange) {
+      const run = exchange.run;
+      const speaker = [kindTag(run.kind), el("span", { class: "name", text: run.name })];
+      const parts = [];
+      parts.push(exchange.input
+        ? this.bubble("asked", exchange.input, exchange.input.call === run.id ? "input of " + run.name : "user")
+        : el("div", { class: "bubble asked missing", text: "No input recorded (content capture may be off)." }));
+      if (exchange.answer) parts.push(this.bubble("answer", exchange.answer, speaker));
+      if (exchange.error) {
+        parts.push(el("div", { class: "bubble answer failed", "data-call": run.id, role: "button", tabindex: "0" },
+          el("div", { class: "who", text: "error" }), el("div", { class: "text", text: exchange.error })));
+      } else if (!exchange.answer) {
+        parts.push(el("div", { class: "bubble answer missing", text: run.status === "running" ? "Working…" : "No answer recorded." }));
+      }
+      const models = exchange.model_calls ? plural(exchange.model_calls, "model call") : "no model calls";
+      parts.push(el("div", { class: "exchange-foot muted" }, `${models} · ${plural(exchange.calls, "call")} · `,
+        el("button", { class: "link", type: "button", "data-tree": run.id, text: "show in tree" })));
+      return el("div", { class: "exchange " + statusClass(run.status), "data-run": run.id }, parts);
+    }
+
+    bubble(side, said, who) {
+      const parts = said.parts.map((part) => part.json ? el("pre", { class: "json", text: part.text })
+        : el("div", { class: "text", text: part.text }));
+      const cut = said.parts.some((part) => part.cut)
+        ? el("div", { class: "cut", text: "… cut here: the call's details have it whole" }) : null;
+      return el("div", { class: "bubble " + side, "data-call": said.call, role: "button", tabindex: "0",
+        title: "Open this call's details" }, el("div", { class: "who" }, who), parts, cut);
+    }
+
+    open(bubble) {
+      this.mark(bubble.dataset.call);
+      this.session.openCall(bubble.dataset.call);
+    }
+
+    mark(callId) {
+      for (const bubble of this.list.querySelectorAll(".bubble[data-call]")) {
+        bubble.classList.toggle("selected", bubble.dataset.call === callId);
+      }
+    }
+
+    onClick(event) {
+      const link = event.target.closest("[data-tree]");
+      if (link) {
+        this.session.showView("tree");
+        this.session.reveal(link.dataset.tree, { expand: true });
+        return;
+      }
+      const bubble = event.target.closest(".bubble[data-call]");
+      if (bubble && !window.getSelection().toString()) this.open(bubble); // selecting text to copy opens nothing
     }
   }
 
