@@ -314,8 +314,12 @@ class Store(abc.ABC):
         """Whole prompts for the session's model calls as read from raw rows (their inputs hold references)."""
         return PromptReader(
             lambda: self.messages(session_id),
-            lambda: ((row[0], _loads(row[8])) for row in self._iter_call_rows(session_id, True) if row[4] == "llm"),
+            lambda: ((call_id, _loads(inputs)) for call_id, inputs in self._model_call_inputs(session_id)),
         )
+
+    def _model_call_inputs(self, session_id: str) -> Iterator[tuple[str, str | None]]:
+        """(call id, inputs JSON) of the session's ``llm`` calls; the SQL stores read only those rows."""
+        return ((row[0], row[8]) for row in self._iter_call_rows(session_id, True) if row[4] == "llm")
 
     def iter_calls(self, session_id: str, *, captures: bool = True) -> Iterator[CallRecord]:
         """Stream the calls of one session in start order (constant memory).

@@ -586,6 +586,13 @@ class PostgresStore(Store):
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = %s", (session_id,))
         return session_info(rows[0]) if rows else None
 
+    def _model_call_inputs(self, session_id: str) -> Iterator[tuple[str, str | None]]:
+        rows = self._query(
+            "SELECT call_id, inputs FROM calls WHERE session_id = %s AND kind = 'llm' ORDER BY started_at",
+            (session_id,),
+        )
+        return ((str(call_id), inputs) for call_id, inputs in rows)
+
     def messages(self, session_id: str) -> dict[str, str]:
         rows = self._query("SELECT message_id, body FROM messages WHERE session_id = %s", (session_id,))
         return {str(message_id): str(body) for message_id, body in rows}

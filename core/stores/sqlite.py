@@ -565,6 +565,17 @@ class SQLiteStore(Store):
                     break
                 yield from rows
 
+    def _model_call_inputs(self, session_id: str) -> Iterator[tuple[str, str | None]]:
+        if self._absent():
+            return iter(())
+        with self._reading() as conn:
+            return iter(
+                conn.execute(
+                    "SELECT call_id, inputs FROM calls WHERE session_id = ? AND kind = 'llm' ORDER BY started_at",
+                    (session_id,),
+                ).fetchall()
+            )
+
     def messages(self, session_id: str) -> dict[str, str]:
         if self._absent():
             return {}
