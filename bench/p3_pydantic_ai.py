@@ -17,7 +17,8 @@ shuffled per round) and compared by the median of their per-run times over ``--r
   ``agent.instrument = ...`` does for one agent) with an OpenTelemetry SDK tracer provider
   exporting synchronously to an in-memory exporter: 6 spans per run;
 - ``empty_capability``: a capability with no hooks passed to each run, nothing recorded: what
-  Pydantic AI itself charges a run for any capability added to it (openprogram's is one);
+  Pydantic AI itself charges a run for any capability added to it (openprogram adds two: its hooks,
+  outermost, and one innermost that sees each request as history processors left it);
 - ``passing_capability``: a capability with openprogram's four hooks (model request, tool
   validation, tool execution, output processing), outermost, each passing straight through:
   what Pydantic AI charges for the hooks openprogram's capability uses;

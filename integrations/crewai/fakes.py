@@ -12,6 +12,7 @@ is safe under concurrency. crewai is imported on first use only.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -50,6 +51,8 @@ class _Script:
     final: str
     native: bool
     error: BaseException | None
+    received: list[Any] | None
+    context_window: int
     _track_token_usage_internal: Callable[[dict[str, Any]], None]  # BaseLLM's: how every provider reports usage
 
     def supports_function_calling(self) -> bool:
@@ -59,7 +62,7 @@ class _Script:
         return True
 
     def get_context_window_size(self) -> int:
-        return 100_000
+        return self.context_window
 
     def get_input_tokens_count(self, messages: Any, tools: Any = None, response_model: Any = None) -> int:
         items = messages if isinstance(messages, list) else [messages]
@@ -78,6 +81,8 @@ class _Script:
         if self.error is not None:
             raise self.error
         msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+        if self.received is not None:
+            self.received.append(copy.deepcopy(msgs))  # as sent: CrewAI may change its messages afterwards
         answer = self._answer(msgs, tools)
         # Reported as CrewAI's providers report it: the provider's usage dict, tracked on the LLM.
         prompt_tokens = sum(len(_text(m)) for m in msgs) // 4
@@ -137,24 +142,54 @@ def _llm_class() -> type:
             final: str = "done"
             native: bool = False
             error: Any = None
+            received: Any = None
+            context_window: int = 100_000
 
         return ScriptedLLM
 
     class PlainScriptedLLM(_Script, BaseLLM):  # type: ignore[misc, unused-ignore]
         """Older crewai: ``BaseLLM`` is a plain class."""
 
-        def __init__(self, model: str, steps: list[Any], final: str, native: bool, error: Any) -> None:
+        def __init__(
+            self,
+            model: str,
+            steps: list[Any],
+            final: str,
+            native: bool,
+            error: Any,
+            received: Any = None,
+            context_window: int = 100_000,
+        ) -> None:
             super().__init__(model=model)
             self.steps, self.final, self.native, self.error = steps, final, native, error
+            self.received, self.context_window = received, context_window
 
     return PlainScriptedLLM
 
 
 def scripted_llm(
-    steps: list[Any] | None = None, *, final: str = "done", native: bool = False, error: BaseException | None = None
+    steps: list[Any] | None = None,
+    *,
+    final: str = "done",
+    native: bool = False,
+    error: BaseException | None = None,
+    received: list[Any] | None = None,
+    context_window: int = 100_000,
 ) -> Any:
-    """A new scripted LLM (a ``crewai.llms.base_llm.BaseLLM``); with ``error``, every request raises it."""
-    return _llm_class()(model="scripted-offline", steps=list(steps or []), final=final, native=native, error=error)
+    """A new scripted LLM (a ``crewai.llms.base_llm.BaseLLM``); with ``error``, every request raises it.
+
+    ``received``, when given, gets a copy of each request's messages as the LLM was sent them;
+    ``context_window`` is the size in tokens it reports (CrewAI sizes what it sends by it).
+    """
+    return _llm_class()(
+        model="scripted-offline",
+        steps=list(steps or []),
+        final=final,
+        native=native,
+        error=error,
+        received=received,
+        context_window=context_window,
+    )
 
 
 # --- CrewAI's OpenAI provider, answered offline --------------------------------------------

@@ -24,6 +24,7 @@ from openprogram._kit import (
     content_captured,
     log_once,
     message,
+    messages_of,
     model_inputs,
     reply,
     steps_under_call,
@@ -86,7 +87,7 @@ def _inputs(messages: Iterable[Any], stop: Any, kwargs: dict[str, Any], standard
     params.setdefault("max_tokens", standard.get("ls_max_tokens"))
     params.setdefault("stop", stop or standard.get("ls_stop"))
     tools = [*(kwargs.get("tools") or ()), *(kwargs.get("functions") or ())]
-    return model_inputs([_message(m) for m in messages], [_tool_name(t) for t in tools], params)
+    return model_inputs(messages_of(messages, _one_message), [_tool_name(t) for t in tools], params)
 
 
 def _is_param(value: Any) -> bool:
@@ -113,6 +114,11 @@ def _request_messages(request: Any) -> list[Any]:
     from langchain_core.messages import convert_to_messages
 
     return list(convert_to_messages([request] if isinstance(request, str) else request))
+
+
+def _one_message(item: Any) -> list[dict[str, Any]]:
+    # A graph's state keeps its messages from request to request: the kit translates each once.
+    return [_message(item)]
 
 
 def _message(item: Any) -> dict[str, Any]:

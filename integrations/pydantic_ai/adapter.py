@@ -11,7 +11,9 @@ openprogram's capability to the run's capabilities, in the outermost tier (where
 Logfire/OpenTelemetry instrumentation sits too). Its hooks record
 
 - each model request (``wrap_model_request``, streamed ones too) as an ``llm`` call with the
-  model's name, its provider (``Model.system``) and the usage the model reported;
+  model's name, its provider (``Model.system``) and the usage the model reported, its messages
+  as the ``before_model_request`` hooks (history processors) left them: a second capability, in
+  the innermost tier, sees them last;
 - each tool execution (``wrap_tool_execute``: ``@agent.tool``, ``@agent.tool_plain``, any
   toolset) as a ``tool`` call with its arguments, result, ``tool_call_id`` and, for a retried
   tool, ``retry``; a tool call whose arguments failed validation as a ``tool`` call that ended
@@ -33,7 +35,7 @@ import contextvars
 import dataclasses
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from openprogram import NoSessionError
@@ -49,6 +51,7 @@ from openprogram._kit import (
     injected_arguments,
     log_once,
     message,
+    messages_of,
     model_inputs,
     open_call,
     records_itself,
@@ -79,7 +82,7 @@ class PydanticAIIntegration(Integration):
 
     def __init__(self) -> None:
         super().__init__()
-        self.capability: Any = None
+        self.capabilities: tuple[Any, ...] = ()
 
     def targets(self) -> Sequence[Target]:
         from pydantic_ai.models import ModelRequestContext  # type: ignore[import-not-found, unused-ignore]
@@ -96,7 +99,7 @@ class PydanticAIIntegration(Integration):
         register_control_flow(exceptions.CallDeferred, "interrupted")  # a tool call left for later
         register_control_flow(exceptions.ApprovalRequired, "interrupted")  # waiting for a human's approval
         register_control_flow(exceptions.SkipToolExecution, "ok")  # a hook answered in the tool's place
-        self.capability = _capability(self)
+        self.capabilities = _capabilities(self)
 
 
 def last_run_session_id() -> str | None:
@@ -116,17 +119,17 @@ def _wrap_iter(original: Callable[..., Any], integration: Integration) -> Callab
     """``Agent.iter``: every way of running an agent enters it; it returns an async context manager."""
 
     def iter(self: Any, *args: Any, **kwargs: Any) -> Any:
-        capability = getattr(integration, "capability", None)
-        if not integration.active or capability is None:
+        capabilities = getattr(integration, "capabilities", None)
+        if not integration.active or not capabilities:
             return original(self, *args, **kwargs)
-        return _recorded_run(original, self, args, kwargs, capability)
+        return _recorded_run(original, self, args, kwargs, capabilities)
 
     return wraps_like(original)(iter)
 
 
 @contextlib.asynccontextmanager
 async def _recorded_run(
-    original: Callable[..., Any], agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], capability: Any
+    original: Callable[..., Any], agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], capabilities: Sequence[Any]
 ) -> AsyncIterator[Any]:
     """The run as an ``agent`` call, current around ``iter``'s block, in the session the policy gives."""
     name, inputs, entry = _describe_run(agent, args, kwargs)
@@ -138,7 +141,7 @@ async def _recorded_run(
             return
         run = None
         try:
-            async with original(agent, *args, **_with_capability(kwargs, capability)) as run:
+            async with original(agent, *args, **_with_capabilities(kwargs, capabilities)) as run:
                 _bind_conversation(run)
                 yield run
         except BaseException as exc:
@@ -180,8 +183,8 @@ def _bind_conversation(run: Any) -> None:
         run_session(FRAMEWORK, "conversation", run.conversation_id)
 
 
-def _with_capability(kwargs: dict[str, Any], capability: Any) -> dict[str, Any]:
-    return {**kwargs, "capabilities": [*(kwargs.get("capabilities") or ()), capability]}
+def _with_capabilities(kwargs: dict[str, Any], capabilities: Sequence[Any]) -> dict[str, Any]:
+    return {**kwargs, "capabilities": [*(kwargs.get("capabilities") or ()), *capabilities]}
 
 
 def _run_output(run: Any) -> Any:
@@ -202,22 +205,26 @@ def _run_attributes(run: Any) -> dict[str, Any] | None:
 # --- the capability: model requests, tool calls, output functions ------------------------------
 
 
-def _capability(integration: Integration) -> Any:
-    """openprogram's capability: a Pydantic AI ``AbstractCapability`` with :class:`_Hooks`' hooks, outermost."""
+def _capabilities(integration: Integration) -> tuple[Any, Any]:
+    """openprogram's capabilities: :class:`_Hooks`' hooks, outermost, and :class:`_SentRequest`'s, innermost."""
     from pydantic_ai.capabilities import (  # type: ignore[import-not-found, unused-ignore]
         AbstractCapability,
         CapabilityOrdering,
     )
 
-    namespace = {
-        "__module__": "openprogram.integrations.pydantic_ai",  # the public package, as before the move
-        "__qualname__": "OpenProgramCapability",
-        "integration": integration,
-        "ordering": CapabilityOrdering(position="outermost"),
-        "_safe_at_runtime": True,  # it observes only: a durable agent may take it per run, as it takes Instrumentation
-    }
-    cls: type[Any] = dataclasses.dataclass(type("OpenProgramCapability", (_Hooks, AbstractCapability), namespace))
-    return cls()
+    def made(name: str, hooks: type, position: Any) -> Any:
+        namespace = {
+            "__module__": "openprogram.integrations.pydantic_ai",  # the public package, as before the move
+            "__qualname__": name,
+            "integration": integration,
+            "ordering": CapabilityOrdering(position=position),
+            # It observes only: a durable agent may take it per run, as it takes Instrumentation.
+            "_safe_at_runtime": True,
+        }
+        cls: type[Any] = dataclasses.dataclass(type(name, (hooks, AbstractCapability), namespace))
+        return cls()
+
+    return made("OpenProgramCapability", _Hooks, "outermost"), made("OpenProgramSentRequest", _SentRequest, "innermost")
 
 
 class _Hooks:
@@ -232,10 +239,27 @@ class _Hooks:
     async def wrap_model_request(
         self, ctx: Any, *, request_context: Any, handler: Callable[[Any], Awaitable[Any]]
     ) -> Any:
-        call = _begin_request(request_context) if self.integration.active else None
-        if call is None:
+        if not self.integration.active:
             return await handler(request_context)
-        return await call.arun(lambda: handler(request_context), _answered)
+        if _hooks_first:  # the before-hooks have run: this is the request as sent
+            call = _begin_request(request_context)
+            if call is None:
+                return await handler(request_context)
+            return await call.arun(lambda: handler(request_context), _answered)
+        # The before-hooks run inside ``handler``: the innermost of them begins the call (_SentRequest).
+        waiting = _Waiting()
+        token = _waiting.set(waiting)
+        try:
+            response = await handler(request_context)
+        except BaseException as exc:
+            if waiting.call is not None:
+                waiting.call.failed(exc)
+            raise
+        finally:
+            _waiting.reset(token)
+        if waiting.call is not None:
+            _answered(waiting.call, response)
+        return response
 
     async def wrap_tool_validate(
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Callable[[Any], Awaitable[Any]]
@@ -288,6 +312,45 @@ class _Hooks:
             raise
         close_call(opened, None, result)
         return result
+
+
+# Whether Pydantic AI runs the ``before_model_request`` hooks before the ``wrap_model_request`` ones
+# (releases up to some 2.x) or inside their handler (later ones): learned from the first request,
+# whose innermost before-hook runs either before any wrap of ours or inside one.
+_hooks_first = False
+
+
+class _Waiting:
+    """A request a wrap of ours sent on, until the innermost before-hook begins its call."""
+
+    __slots__ = ("call",)
+
+    def __init__(self) -> None:
+        self.call: ModelCall | None = None
+
+
+_waiting: contextvars.ContextVar[_Waiting | None] = contextvars.ContextVar(
+    "openprogram.pydantic_ai.waiting", default=None
+)
+
+
+class _SentRequest:
+    """The innermost capability's hook: it sees a request as every other before-hook left it."""
+
+    integration: Integration
+    ordering: Any
+
+    def get_ordering(self) -> Any:
+        return self.ordering
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        global _hooks_first
+        waiting = _waiting.get()
+        if waiting is None:
+            _hooks_first = self.integration.active  # no wrap of ours is waiting: the hooks run first
+        elif waiting.call is None:
+            waiting.call = _begin_request(request_context)
+        return request_context
 
 
 # --- model requests ------------------------------------------------------------------------------
@@ -379,25 +442,36 @@ def _instructions(parameters: Any, history: Sequence[Any]) -> str | None:
 
 
 def _messages(history: Sequence[Any]) -> list[dict[str, Any]]:
-    made: list[dict[str, Any]] = []
+    # Each response, and each part of a request, is translated once (the kit remembers them by
+    # identity): a run keeps its history's objects from request to request. A request's parts are
+    # read again each time, since Pydantic AI sets a sent request's ``parts`` anew (dynamic system
+    # prompts re-run, instruction records), while a part and a response stay as they were made.
+    return messages_of(_pieces(history), _translated)
+
+
+def _pieces(history: Sequence[Any]) -> Iterator[Any]:
     for past in history:
         if past.kind == "response":
-            made.append(_reply(past, finish=False))
-            continue
-        for part in past.parts:
-            kind = part.part_kind
-            if kind == "system-prompt":
-                made.append(message("system", part.content))
-            elif kind == "user-prompt":
-                made.append(message("user", _content(part.content)))
-            elif kind == "tool-return":
-                made.append(message("tool", part.content, tool_call_id=part.tool_call_id))
-            elif kind == "retry-prompt":  # a tool's retry, or the output's
-                text = part.model_response()
-                made.append(
-                    message("tool", text, tool_call_id=part.tool_call_id) if part.tool_name else message("user", text)
-                )
-    return made
+            yield past
+        else:
+            yield from past.parts
+
+
+def _translated(piece: Any) -> list[dict[str, Any]]:
+    """A response as its reply, a request's part as its message (none for parts that carry no message)."""
+    if getattr(piece, "kind", None) == "response":
+        return [_reply(piece, finish=False)]
+    kind = piece.part_kind
+    if kind == "system-prompt":
+        return [message("system", piece.content)]
+    if kind == "user-prompt":
+        return [message("user", _content(piece.content))]
+    if kind == "tool-return":
+        return [message("tool", piece.content, tool_call_id=piece.tool_call_id)]
+    if kind == "retry-prompt":  # a tool's retry, or the output's
+        text = piece.model_response()
+        return [message("tool", text, tool_call_id=piece.tool_call_id) if piece.tool_name else message("user", text)]
+    return []
 
 
 def _reply(response: Any, *, finish: bool = True) -> dict[str, Any]:

@@ -331,3 +331,54 @@ def openai_model(*replies: AIMessage, streaming: bool = False, **fields: Any) ->
     """A ChatOpenAI-like model answering ``replies`` in order (``streaming``: one that streams them)."""
     cls = StreamingChatModel if streaming else OpenAIStyleChatModel
     return cls(replies=list(replies), requests=[], **fields)
+
+
+# --- a long conversation: a ReAct agent reading one file a step -------------------------------
+
+
+def file_text(index: int, size: int = 1_500) -> str:
+    """A deterministic file of ``size`` characters, different for every index."""
+    line = f"def function_{index}(value):  # file {index}: returns value scaled by {index}\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+class FileReader(BaseChatModel):
+    """Asks to read ``src/file_<n>.py`` at its n-th request for ``steps`` requests, then answers (offline).
+
+    The step is the count of requests, not of the tool results it is sent, so it reads on even when
+    a hook trims what it is sent. Every request's messages are kept in ``requests``, as received.
+    """
+
+    steps: int
+    requests: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "file-reader"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        done = len(self.requests)
+        self.requests.append(list(messages))
+        if done >= self.steps:
+            reply = AIMessage(f"Read {done} files.")
+        else:
+            call = {"name": "read_file", "args": {"path": f"src/file_{done}.py"}, "id": f"call_{done}"}
+            reply = AIMessage("", tool_calls=[{**call, "type": "tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def read_file_tool(sizes: dict[int, int] | None = None) -> Any:
+    """The ``read_file`` tool: file n is ``file_text(n)``, of ``sizes[n]`` characters where given."""
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        index = int(path.removeprefix("src/file_").removesuffix(".py"))
+        return file_text(index, (sizes or {}).get(index, 1_500))
+
+    return read_file

@@ -9,8 +9,9 @@ provider's. ``failing(...)`` fails the way a provider does, with ``ModelHTTPErro
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 from pydantic_ai.exceptions import ModelHTTPError
@@ -107,3 +108,30 @@ def failing(*, model_name: str = "gpt-down") -> FunctionModel:
         yield ""  # an async generator, like a provider's stream
 
     return FunctionModel(respond, stream_function=stream, model_name=model_name)
+
+
+def file_text(index: int, size: int = 1_500) -> str:
+    """A deterministic file of ``size`` characters, different for every index."""
+    line = f"def function_{index}(value):  # file {index}: returns value scaled by {index}\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+def reader(
+    steps: int, received: list[tuple[list[ModelMessage], str | None]], answers: Collection[int] = ()
+) -> FunctionModel:
+    """A model that asks to read ``src/file_<n>.py`` at its n-th request for ``steps`` requests, then answers
+    (and answers at the requests numbered in ``answers``, counted from 0, ending a run there).
+
+    ``received`` gets a copy of each request as the model was sent it (its messages and its
+    instructions), taken at once: Pydantic AI may later change the parts of a message it sent.
+    """
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        done = len(received)
+        received.append((copy.deepcopy(messages), info.instructions))
+        if done >= steps or done in answers:
+            return ModelResponse(parts=[TextPart(f"Read {done} files.")], model_name=MODEL)
+        call = ToolCallPart("read_file", {"path": f"src/file_{done}.py"}, tool_call_id=f"call_{done}")
+        return ModelResponse(parts=[call], model_name=MODEL)
+
+    return FunctionModel(respond, model_name=MODEL)
