@@ -7,7 +7,8 @@ each N it prints the store's bytes, the bytes of the conversation's distinct mes
 kept of the messages the model was sent.
 
 ``--instructions`` counts instead, under callgrind, the instructions one model call costs until
-durable (the writer included) with 10, 100 and 400 messages of history (new messages: 2 a request).
+durable (the writer included) with 10, 100 and 400 messages of history (new messages: 2 a request),
+its messages described as an adapter does (``messages_of`` over message objects).
 
     python bench/long_conversations.py [--steps 50 100 200 500]
     python bench/long_conversations.py --instructions
@@ -127,36 +128,63 @@ def measure(steps: int) -> dict[str, Any]:
     }
 
 
-def _history_request(history: int) -> dict[str, Any]:
-    """A request's inputs in the one shape: ``history`` messages of earlier turns and 2 new ones."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find where the answer is."}]
-    for index in range(history + 1):
-        call_id = f"call_{index}"
-        arguments = {"path": f"src/file_{index}.py"}
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [{"id": call_id, "name": "read_file", "arguments": arguments}],
-            }
-        )
-        messages.append({"role": "tool", "content": _file_text(index), "tool_call_id": call_id})
-    return {"messages": messages[: history + 2]}
+class _Message:
+    """A framework's message object, as a LangChain or Pydantic AI history holds them."""
+
+    __slots__ = ("call_id", "role", "text")
+
+    def __init__(self, role: str, text: str, call_id: str | None = None) -> None:
+        self.role, self.text, self.call_id = role, text, call_id
+
+
+def _translate(item: _Message) -> list[dict[str, Any]]:
+    """An adapter's translation of one message into the one shape."""
+    from openprogram._kit import message, tool_call
+
+    if item.role == "assistant":
+        arguments = {"path": f"src/file_{item.call_id}.py"}
+        return [message("assistant", "", tool_calls=[tool_call(item.call_id, "read_file", arguments)])]
+    return [message(item.role, item.text, tool_call_id=item.call_id)]
+
+
+def _step(index: int) -> list[_Message]:
+    """One step of the conversation: the model's tool call and the tool's result."""
+    return [_Message("assistant", "", f"call_{index}"), _Message("tool", _file_text(index), f"call_{index}")]
 
 
 def _child(history: int, requests: int) -> None:
-    """``requests`` model calls carrying ``history`` messages of history each, made durable."""
-    import openprogram
-    from openprogram._kit import ModelCall, reply, usage
+    """A conversation of ``history`` messages, then ``requests`` model calls that each add 2, made durable.
 
-    inputs = _history_request(history)
+    Each request is described as an adapter does (``messages_of`` over the history's message
+    objects) and recorded until durable; the warm-up request with the history alone runs in
+    both counts, so the difference is what the added requests cost.
+    """
+    import openprogram
+    from openprogram import _kit
+    from openprogram._kit import ModelCall, model_inputs, reply, usage
+
+    # Before messages_of (issue 41) an adapter translated the whole history at every request.
+    messages_of = getattr(_kit, "messages_of", None) or (lambda items, each: [m for i in items for m in each(i)])
+
+    conversation = [_Message("user", "Find where the answer is.")]
+    index = 0
+    while len(conversation) < history:
+        conversation += _step(index)
+        index += 1
     with openprogram.session_context(store="memory://"):
-        for _ in range(requests):
-            call = ModelCall.request("bench", "fake-model", inputs, provider="fake")
+        for request in range(requests + 1):
+            if request:
+                conversation += _step(index)
+                index += 1
+            sent = list(conversation)
+            describe = lambda sent=sent: model_inputs(messages_of(sent, _translate))  # noqa: E731
+            call = ModelCall.request("bench", "fake-model", describe)
             assert call is not None
             with call:
                 pass
-            call.answered(reply("next"), usage(100 * history, 10))
+            call.answered(reply("next"), usage(100 * len(sent), 10))
+            if request == 0:
+                openprogram.flush()
         openprogram.flush()
 
 

@@ -150,6 +150,10 @@ def _count(value: Any) -> int | None:
 # The framework's object is kept with its translation, so its id cannot be reused meanwhile.
 _translated: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
 _TRANSLATED = 20_000
+# The item lists of the latest requests and their translations, newest last: one a conversation's
+# next request continues (a few, for agents that take turns).
+_recent_requests: list[tuple[list[Any], list[dict[str, Any]]]] = []
+_RECENT_REQUESTS = 8
 
 
 def messages_of(items: Iterable[Any], translate: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -160,9 +164,19 @@ def messages_of(items: Iterable[Any], translate: Callable[[Any], list[dict[str, 
     made a request's cost grow with its history. An item that is a plain ``dict`` or ``str`` is
     translated every time (a framework may build those afresh, or change them in place).
     """
+    items = list(items)  # our own: the framework may append to its list after this request
     made: list[dict[str, Any]] = []
+    start = 0
+    # A request that repeats an earlier request's items and adds some (a conversation growing):
+    # the earlier translation is reused whole, checked by one list comparison in C (identity
+    # first), so the work is the new items', not a dict lookup per item of the history.
+    for earlier, translated in reversed(_recent_requests):
+        n = len(earlier)
+        if n <= len(items) and items[n - 1] is earlier[n - 1] and items[:n] == earlier:
+            made, start = translated.copy(), n
+            break
     found = _translated.get
-    for item in items:
+    for item in items[start:] if start else items:
         kept = found(id(item))
         if kept is not None and kept[0] is item:
             made += kept[1]
@@ -173,6 +187,10 @@ def messages_of(items: Iterable[Any], translate: Callable[[Any], list[dict[str, 
                 _translated.clear()  # a bound, not a cache policy: the next request refills it
             _translated[id(item)] = (item, translation)
         made += translation
+    if items:
+        _recent_requests.append((items, made.copy()))
+        if len(_recent_requests) > _RECENT_REQUESTS:
+            del _recent_requests[0]
     return made
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import openprogram
 import pytest
+from openprogram import _kit
 from openprogram._kit import (
     ModelCall,
     ModelStream,
@@ -236,3 +237,34 @@ def test_with_content_off_calls_keep_model_and_usage_but_no_inputs_or_outputs(
 def test_configure_takes_only_a_bool_for_content_capture() -> None:
     with pytest.raises(TypeError, match="capture_content"):
         openprogram.configure(capture_content="no")  # type: ignore[arg-type]
+
+
+class _Message:
+    """A framework's message object (not a dict: those are translated every time)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def test_messages_of_translates_each_message_object_once_and_a_list_grown_in_place_stays_apart() -> None:
+    translated: list[str] = []
+
+    def translate(item: _Message) -> list[dict[str, Any]]:
+        translated.append(item.text)
+        return [_kit.message("user", item.text)]
+
+    history = [_Message("a")]
+    first = _kit.messages_of(history, translate)
+    history.append(_Message("b"))  # the framework's own list, grown after the first request
+    second = _kit.messages_of(history, translate)
+    history.append(_Message("c"))
+    third = _kit.messages_of(history, translate)
+    rewritten = _kit.messages_of([history[0], _Message("z"), history[2]], translate)
+    assert [[m["content"] for m in made] for made in (first, second, third, rewritten)] == [
+        ["a"],
+        ["a", "b"],
+        ["a", "b", "c"],
+        ["a", "z", "c"],
+    ]
+    assert translated == ["a", "b", "c", "z"]  # each object once
+    assert second[0] is first[0] and third[:2] == second  # the same translations: compared by identity
