@@ -14,12 +14,13 @@ from typing import Any
 from .._runtime import StoreError, process_owner
 from ._prompts import PromptReader, holds_texts, prompt_reference
 from ._rows import (
-    AliasRow,
+    Aliases,
     CallRow,
+    Calls,
     EffectOutcome,
     EffectRow,
-    MessageRow,
-    SessionRow,
+    Messages,
+    Sessions,
 )
 
 __all__ = [
@@ -192,13 +193,7 @@ class Store(abc.ABC):
 
     # --- writing (called by the background writer only) -------------------
     @abc.abstractmethod
-    def write(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         """Persist one batch atomically.
 
         A call row replaces a ``running`` row of the same id (a final row is
@@ -212,13 +207,7 @@ class Store(abc.ABC):
     #: Whether :meth:`write_unsynced` commits without syncing, so that a later :meth:`write` must follow.
     syncs_later = False
 
-    def write_unsynced(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write_unsynced(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         """:meth:`write` for a batch nobody waits on: a backend may leave it durable only once a later
         :meth:`write` returns (atomic and visible all the same). The default is :meth:`write`."""
         if messages:

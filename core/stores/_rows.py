@@ -14,12 +14,16 @@ __all__ = [
     "EFFECT_CHANGES",
     "EFFECT_COLUMNS",
     "AliasRow",
+    "Aliases",
     "CallRow",
     "CallRows",
+    "Calls",
     "EffectOutcome",
     "EffectRow",
     "MessageRow",
+    "Messages",
     "SessionRow",
+    "Sessions",
     "StoredRow",
     "effect_changes",
 ]
@@ -152,3 +156,10 @@ def effect_changes(changes: dict[str, Any]) -> tuple[list[str], list[Any]]:
         raise ValueError(f"an effect change sets some of {', '.join(EFFECT_CHANGES)}, not {sorted(unknown)}")
     columns = [c for c in EFFECT_CHANGES if c in changes]
     return columns, [changes[c] for c in columns]
+
+
+# What a store's ``write`` takes: one batch of each kind of row.
+Sessions = Sequence[SessionRow]
+Calls = Sequence[CallRow]
+Aliases = Sequence[AliasRow]
+Messages = Sequence[MessageRow]

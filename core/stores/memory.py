@@ -8,7 +8,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._base import SessionInfo, Store, attempt_only, tokens_of
-from ._rows import EFFECT_COLUMNS, AliasRow, CallRow, EffectRow, MessageRow, SessionRow, effect_changes
+from ._rows import (
+    EFFECT_COLUMNS,
+    Aliases,
+    CallRow,
+    Calls,
+    EffectRow,
+    Messages,
+    Sessions,
+    effect_changes,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -32,13 +41,7 @@ class MemoryStore(Store):
 
     keeps_messages = True
 
-    def write(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         with self._lock:
             for session_id, message_id, text in messages:
                 self._messages.setdefault(session_id, {}).setdefault(message_id, text)

@@ -38,7 +38,19 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from .._runtime import StoreError
 from . import safe_url
 from ._base import SessionInfo, Store, session_info
-from ._rows import AliasRow, CallRow, EffectOutcome, EffectRow, MessageRow, SessionRow, effect_changes
+from ._rows import (
+    Aliases,
+    AliasRow,
+    CallRow,
+    Calls,
+    EffectOutcome,
+    EffectRow,
+    MessageRow,
+    Messages,
+    SessionRow,
+    Sessions,
+    effect_changes,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -396,13 +408,7 @@ class PostgresStore(Store):
     # --- writing ---------------------------------------------------------------
     keeps_messages = True
 
-    def write(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         import psycopg
         from psycopg import errors
 

@@ -23,7 +23,17 @@ from typing import Any
 
 from .._runtime import StoreError
 from ._base import SessionInfo, Store, session_info
-from ._rows import AliasRow, CallRow, CallRows, EffectOutcome, EffectRow, MessageRow, SessionRow, effect_changes
+from ._rows import (
+    Aliases,
+    CallRow,
+    CallRows,
+    Calls,
+    EffectOutcome,
+    EffectRow,
+    Messages,
+    Sessions,
+    effect_changes,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -325,24 +335,12 @@ class SQLiteStore(Store):
     # --- writing --------------------------------------------------------------
     keeps_messages = True
 
-    def write(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         self._write_batch(sessions, calls, aliases, messages, synced=True)
 
     syncs_later = True
 
-    def write_unsynced(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow] = (),
-        messages: Sequence[MessageRow] = (),
-    ) -> None:
+    def write_unsynced(self, sessions: Sessions, calls: Calls, aliases: Aliases = (), messages: Messages = ()) -> None:
         """``write()`` without waiting for the disk: atomic, visible to readers and safe if the
         process dies, but safe from an OS crash or power loss only once a later ``write()`` returns.
 
@@ -352,12 +350,7 @@ class SQLiteStore(Store):
         self._write_batch(sessions, calls, aliases, messages, synced=False)
 
     def _write_batch(
-        self,
-        sessions: Sequence[SessionRow],
-        calls: Sequence[CallRow],
-        aliases: Sequence[AliasRow],
-        messages: Sequence[MessageRow],
-        synced: bool,
+        self, sessions: Sessions, calls: Calls, aliases: Aliases, messages: Messages, synced: bool
     ) -> None:
         with self._lock:
             conn = self._writer()
