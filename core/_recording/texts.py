@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from .._capture import dumps
@@ -22,6 +23,10 @@ __all__ = ["LONG", "SessionTexts"]
 
 #: Strings this long or longer are stored once; a shorter one costs less inline than its reference.
 LONG = 512
+
+# A quote followed by LONG characters without one: where a string at least that long starts (a
+# string broken by escaped quotes is missed: kept inline). Found in C, each quote tried once.
+_LONG_STRING = re.compile(f'"[^"]{{{LONG}}}')
 
 # Sessions whose stored text ids a writer's store state remembers, the least recently used dropped first.
 _SESSIONS = 256
@@ -48,8 +53,8 @@ class SessionTexts:
 
     def shared(self, session_id: str, captured: str, rows: list[MessageRow]) -> str:
         """``captured`` (JSON text) with its long strings as references; rows for new ones go to ``rows``."""
-        if len(captured) < LONG:
-            return captured
+        if len(captured) < LONG or _LONG_STRING.search(captured) is None:
+            return captured  # no string in it is that long: not decoded at all (most captures)
         try:
             value = json.loads(captured)
         except ValueError:
