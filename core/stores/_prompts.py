@@ -89,14 +89,20 @@ class PromptReader:
         return whole
 
     def with_texts(self, value: Any) -> Any:
-        """``value`` with the long texts it refers to put back (the same object when it refers to none)."""
+        """``value`` with the long texts it refers to put back (as stored if it is nested too deep to walk)."""
+        try:
+            return self._with_texts(value)
+        except RecursionError:  # a damaged or hostile row: shown as stored
+            return value
+
+    def _with_texts(self, value: Any) -> Any:
         kind = type(value)
         if kind is dict:
             if len(value) == 1 and type(found := value.get(TEXT)) is str:
                 return self._text(found, value)
-            return {key: self.with_texts(inner) for key, inner in value.items()}
+            return {key: self._with_texts(inner) for key, inner in value.items()}
         if kind is list:
-            return [self.with_texts(inner) for inner in value]
+            return [self._with_texts(inner) for inner in value]
         return value
 
     def _text(self, text_id: str, reference: Any) -> Any:
@@ -133,7 +139,8 @@ class PromptReader:
             earlier = self._reference_of(after)
             if earlier is None or after in seen:  # lost, or a cycle only a damaged store could hold
                 keep = _count(reference.get("keep"))
-                base = [_missing(keep, f"{keep} earlier messages (of call {after})")] * keep
+                # One placeholder, whatever ``keep`` says: a hostile row could say a billion.
+                base = [_missing(keep, f"{keep} earlier messages (of call {after})")]
                 break
             seen.add(after)
             chain.append((after, earlier))

@@ -587,8 +587,7 @@ def _model_arguments(tool: Any) -> frozenset[str]:
 
 def _pushed_input(payload: Any) -> Any:
     """A Send payload as recorded: a prebuilt agent's tool call without the graph state it carries
-    along (the whole conversation at each step, which the model calls keep: recorded with every
-    tool call, a long run's store grew with the square of its conversation)."""
+    along (the whole conversation so far, which the model calls keep already)."""
     if type(payload) is dict and payload.get("__type") == "tool_call_with_context" and "state" in payload:
         return {key: value for key, value in payload.items() if key != "state"}
     return payload

@@ -295,3 +295,26 @@ def test_a_long_tool_result_is_stored_once_however_many_calls_hold_it(store: Sto
     raw = store.messages(h.session_id).values()
     assert [sum(json.dumps(result)[1:-1] in text for text in raw) for result in results] == [1, 1]  # not 4 times
     assert [[json.loads(text) for text in raw].count(result) for result in results] == [1, 1]
+
+
+def test_hostile_references_read_back_bounded_and_never_raise() -> None:
+    store = MemoryStore("memory://hostile")
+    deep: Any = {"$text": "t0"}
+    for _ in range(100_000):
+        deep = [deep]
+    rows = [
+        # a reference to a call that is not there, claiming a billion earlier messages
+        ("c1", "s", "t", None, "llm", "m", None, "ok",
+         '{"messages":{"$prompt":{"after":"gone","keep":1000000000,"add":[]}}}', None, None, None, 1.0, 2.0, "h"),
+        # two calls that refer to each other
+        ("c2", "s", "t", None, "llm", "m", None, "ok",
+         '{"messages":{"$prompt":{"after":"c3","keep":2,"add":[]}}}', None, None, None, 2.0, 3.0, "h"),
+        ("c3", "s", "t", None, "llm", "m", None, "ok",
+         '{"messages":{"$prompt":{"after":"c2","keep":2,"add":[]}}}', None, None, None, 3.0, 4.0, "h"),
+    ]  # fmt: skip
+    store.write([("s", "main", 1.0, 4.0)], rows)
+    calls = {c.call_id: c for c in store.list_calls("s")}
+    assert len(calls["c1"].inputs["messages"]) == 1 and calls["c1"].inputs["messages"][0]["missing"] == 10**9
+    assert len(calls["c2"].inputs["messages"]) <= 2 and len(calls["c3"].inputs["messages"]) <= 2
+    reader = store.prompt_reader("s")
+    assert reader.with_texts(deep) is deep  # too deep to walk: as stored
