@@ -6,6 +6,7 @@
 - ``undo``: ``openprogram undo``, its plan and confirmation;
 - ``export``: ``openprogram export otlp``;
 - ``demo``: ``openprogram demo``, offline agents on every installed framework.
+- ``printable``: recorded text escaped before it reaches a terminal.
 """
 
 from __future__ import annotations
