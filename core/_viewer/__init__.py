@@ -1,7 +1,8 @@
 """``openprogram ui``: a local, read-only web viewer of the sessions in a store.
 
 - ``tree``: one session's call tree as the viewer serves it (children, paths and matches per call);
-- ``cache``: the trees the viewer keeps, read again only when their session changed;
+- ``cache``: the trees the viewer keeps, read again only when their session changed (a running one only
+  where it changed), one session's read never waiting on another's;
 - ``lookup``: one call's captures, read when its details are opened;
 - ``prompts``: which messages of a model call were new (the rest repeat an earlier request, folded);
 - ``conversation``: each turn's input and answer, found in its model calls;

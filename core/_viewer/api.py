@@ -7,24 +7,29 @@ Every method returns a JSON-ready dict, or None when the session (or call) is un
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Any
 
 from .._runtime import InvalidSessionId, validate_session_id
-from ..stores import SessionInfo, Store
+from ..stores import SessionInfo, Store, StoreError
 from .cache import TreeCache
 from .conversation import Conversation
-from .lookup import find_captures
+from .lookup import UNREADABLE, find_captures
 from .prompts import PromptLinks
 from .tree import SessionTree
 
 __all__ = ["ViewerApi"]
+
+logger = logging.getLogger("openprogram")
 
 #: Children sent per request; the browser asks for more as the user scrolls or clicks.
 PAGE = 200
 #: Error calls listed up front for "next error" (a session with more says how many in all).
 MAX_ERRORS_LISTED = 1000
 MAX_MATCHES = 500
+#: Steps of the paths sent with search matches, in all (a few per match, unless the calls nest very deep).
+MAX_PATH_STEPS = 20_000
 #: The newest turn is shown opened: every call in it when it has at most this many, else two levels of it.
 OPEN_WHOLE = 300
 OPEN_WHOLE_DEPTH = 12
@@ -72,7 +77,7 @@ class ViewerApi:
             entry = self._listed(info)
             if info.call_count <= budget:
                 budget -= info.call_count
-                entry["summary"] = self.cache.summary(info)
+                entry["summary"] = self._summary(info)
             listed.append(entry)
         return {"store": self.store.url, "now": time.time(), "sessions": listed}
 
@@ -83,8 +88,16 @@ class ViewerApi:
             known = _known(session_id)
             info = None if known is None else self.store.get_session(known)
             if info is not None:
-                found[info.session_id] = self.cache.summary(info)
+                found[info.session_id] = self._summary(info)
         return {"now": time.time(), "summaries": found}
+
+    def _summary(self, info: SessionInfo) -> dict[str, Any]:
+        """A listed session's summary; one whose calls cannot be read is listed as such (the others still are)."""
+        try:
+            return self.cache.summary(info)
+        except (StoreError, *UNREADABLE) as exc:
+            logger.debug("openprogram ui: session %s cannot be read: %s", info.session_id, exc)
+            return {**SessionTree(info.session_id, ()).summary(), "status": "error", "unreadable": str(exc)}
 
     @staticmethod
     def _listed(info: SessionInfo) -> dict[str, Any]:
@@ -164,7 +177,14 @@ class ViewerApi:
             return {"query": text, "count": 0, "matches": []}
         count, found = tree.search(text, MAX_MATCHES)
         now = time.time()
-        return {"query": text, "count": count, "matches": [{**tree.node(i, now), "path": tree.path(i)} for i in found]}
+        matches, steps = [], MAX_PATH_STEPS
+        for i in found:
+            match = tree.node(i, now)
+            if steps > 0:  # past this the browser asks for a match's path when it is opened
+                match["path"] = tree.path(i)
+                steps -= len(match["path"])
+            matches.append(match)
+        return {"query": text, "count": count, "matches": matches}
 
     @staticmethod
     def _call_name(tree: SessionTree, i: int) -> dict[str, Any]:

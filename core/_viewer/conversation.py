@@ -20,6 +20,7 @@ import threading
 from typing import Any
 
 from ..stores import CallRecord, Store
+from .lookup import find_call
 from .tree import SessionTree
 
 __all__ = ["Conversation"]
@@ -154,7 +155,7 @@ class Conversation:
         }
 
     def _get(self, tree: SessionTree, i: int) -> CallRecord | None:
-        return self.store.get_call(tree.session_id, tree.ids[i], tree.starts[i])
+        return find_call(self.store, tree.session_id, tree.ids[i], tree.starts[i])
 
     def _exchange(self, tree: SessionTree, run: _Run) -> dict[str, Any]:
         i = run.index

@@ -49,22 +49,33 @@ def _asset(name: str) -> bytes:
     return (resources.files("openprogram._viewer") / "static" / name).read_bytes()
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinities as strings: a capture may hold them, and JSON.parse rejects them."""
+#: Levels of nesting sent of a capture; deeper ones are replaced by a note (no page can show them anyway).
+MAX_DEPTH = 200
+_TOO_DEEP = "(nested too deep to show)"
+_MAX_DIGITS = 4000  # Python refuses to write an int of more than 4300 digits as text
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` as JSON can carry it: NaN, infinities and huge integers as strings (JSON.parse rejects the
+    first two, Python will not write the last), keys as strings, nesting cut at :data:`MAX_DEPTH`."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_DIGITS * 3:
+        return f"(an integer of {value.bit_length()} bits)"
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        return _TOO_DEEP
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
+        return {key if isinstance(key, str) else str(key): _jsonable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item, depth + 1) for item in value]
     return value
 
 
 def json_bytes(payload: Any) -> bytes:
     try:
         text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(payload), separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):  # what a store may hand back; made JSON-safe the slow way
+        text = json.dumps(_jsonable(payload), separators=(",", ":"), default=str)
     return text.encode("ascii")  # ensure_ascii: a lone surrogate in a capture cannot break the encoding
 
 
@@ -88,6 +99,9 @@ class ViewerServer(ThreadingHTTPServer):
     """Serves one store's sessions; ``url`` is what to open in a browser."""
 
     daemon_threads = True
+    #: Seconds a connection may wait for (the rest of) a request before it is closed: a client that
+    #: connects and sends nothing, or half a request, must not keep a thread forever.
+    request_timeout = 30.0
 
     def __init__(self, api: ViewerApi, host: str, port: int) -> None:
         self.api = api
@@ -124,6 +138,11 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "openprogram-viewer"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Every read of the request (and write of the answer) waits this long at most, then the connection closes.
+        self.connection.settimeout(self.server.request_timeout)
 
     def __getattr__(self, name: str) -> Any:
         # http.server answers a method it has no do_<METHOD> for with 501; the viewer refuses them all with 405.
@@ -169,6 +188,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)}, body)
             else:
                 self._send_page(HTTPStatus.SERVICE_UNAVAILABLE, "The store cannot be read", str(exc), body)
+        except (ConnectionError, TimeoutError):
+            raise  # the client went away: nothing to answer
+        except Exception:  # a bug of ours: answer it, and keep serving
+            logger.exception("openprogram ui: cannot answer %s", path)
+            message = "The viewer failed to answer this request; the log has the details."
+            if path.startswith("/api/"):
+                self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": message}, body)
+            else:
+                self._send_page(HTTPStatus.INTERNAL_SERVER_ERROR, "Something went wrong", message, body)
 
     def _route(self, path: str, query: dict[str, list[str]], body: bool) -> None:
         api = self.server.api
@@ -250,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
             f'<main class="message"><p class="code">{status.value}</p><h1>{html.escape(title)}</h1>'
             f'<p>{html.escape(message)}</p><p><a href="/">All sessions</a></p></main></body></html>\n'
         )
-        self._send(status, page.encode("utf-8"), "text/html; charset=utf-8", body)
+        self._send(status, page.encode("utf-8", "backslashreplace"), "text/html; charset=utf-8", body)
 
     def _send(
         self,

@@ -11,6 +11,7 @@ import collections
 import threading
 
 from ..stores import Store
+from .lookup import UNREADABLE
 from .tree import SessionTree
 
 __all__ = ["PromptLinks"]
@@ -41,7 +42,10 @@ class PromptLinks:
         links: dict[str, Link] = {}
         # A session with no message rows has no references: skip the scan (records of older versions).
         if self.store.keeps_messages and self.store.messages(tree.session_id):
-            links = self.store.prompt_reader(tree.session_id).links()
+            try:
+                links = self.store.prompt_reader(tree.session_id).links()
+            except UNREADABLE:  # a hostile message row: every prompt is shown whole, nothing folded
+                links = {}
         with self._lock:
             self._links[tree.session_id] = (tree.version, links)
             self._links.move_to_end(tree.session_id)

@@ -2,15 +2,20 @@
 
 A session of 100,000 calls is read with one pass over :meth:`Store.iter_tree_rows` into column tuples
 (no object per call); the browser then asks for the children of the calls it expands, a page at a time.
+
+Rows are taken as any store hands them back, whoever wrote them: values of the wrong type, times that are
+not times and parent cycles are made harmless on reading, so that every walk up or down a tree ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import json
+import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..stores import CALL_COLUMNS, CallRow, SessionInfo, Store, tokens_of
@@ -25,6 +30,11 @@ MAX_DEPTH_NODES = 500
 NESTED_PAGE = 200
 
 _ERROR_TEXT = 300  # characters of an error message shown on a tree row
+#: Seconds: a time further from 1970 than this (about 31,000 years) is not a time a call was recorded at.
+_FAR = 1e12
+_TEXT_COLUMNS = (0, 2, 4, 5, 7)  # id, turn, kind, name, status
+_OPTIONAL_TEXT_COLUMNS = (3, 6, 10)  # parent, framework, error
+_ATTRIBUTES, _STARTED, _ENDED = 11, 12, 13
 
 
 def _llm_facts(attributes: Any) -> dict[str, Any] | None:
@@ -32,7 +42,7 @@ def _llm_facts(attributes: Any) -> dict[str, Any] | None:
     if isinstance(attributes, str):
         try:
             attributes = json.loads(attributes)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if not isinstance(attributes, dict):
         return None
@@ -50,6 +60,86 @@ def _shared(values: tuple[T, ...]) -> tuple[T, ...]:
     return tuple(map(first.setdefault, values, values))
 
 
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _time(value: Any) -> float | None:
+    """A time as a float, or None for what is not one (text, NaN, infinities, absurdly far)."""
+    try:
+        found = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return found if math.isfinite(found) and -_FAR <= found <= _FAR else None
+
+
+def _times_fit(values: Sequence[Any]) -> bool:
+    """True if every value is a finite number within :data:`_FAR` (a few passes in C)."""
+    try:
+        total = sum(values, 0.0)  # raises for text; NaN or an infinity makes it non-finite
+    except (TypeError, OverflowError):
+        return False
+    return math.isfinite(total) and (not values or (min(values) >= -_FAR and max(values) <= _FAR))
+
+
+def _cleaned(columns: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The columns of a store's tree rows with what a tree cannot use replaced: text that is not text, times
+    that are not times (a start becomes 0, an end none), attributes that are not JSON text.
+
+    Whatever a store holds (written by another process, imported, edited by hand) must not break a page; each
+    check is a pass in C, and a column is rebuilt only when it fails.
+    """
+    for k in _TEXT_COLUMNS:
+        if not set(map(type, columns[k])) <= {str}:
+            columns[k] = tuple(map(_text, columns[k]))
+    for k in _OPTIONAL_TEXT_COLUMNS:
+        if not set(map(type, columns[k])) <= {str, type(None)}:
+            columns[k] = tuple(None if v is None else _text(v) for v in columns[k])
+    if not set(map(type, columns[_ATTRIBUTES])) <= {str, dict, type(None)}:
+        columns[_ATTRIBUTES] = tuple(v if isinstance(v, (str, dict)) else None for v in columns[_ATTRIBUTES])
+    if not _times_fit(columns[_STARTED]):
+        columns[_STARTED] = tuple(_time(v) or 0.0 for v in columns[_STARTED])
+    ends = columns[_ENDED]
+    if not _times_fit(tuple(itertools.compress(ends, map(operator.is_not, ends, itertools.repeat(None))))):
+        columns[_ENDED] = tuple(map(_time, ends))
+    return columns
+
+
+def _cut_cycles(parents: list[int]) -> None:
+    """Make one call of each parent cycle (the first recorded) a root: a call that is its own parent, or
+    its own ancestor, can only come from a record not written by this library, and every walk up or
+    down the tree must end."""
+    state = bytearray(len(parents))  # 0: not reached yet, 1: on the walk under way, 2: walked
+    for start in range(len(parents)):
+        walk = []
+        i = start
+        while i >= 0 and not state[i]:
+            state[i] = 1
+            walk.append(i)
+            i = parents[i]
+        if i >= 0 and state[i] == 1:  # the walk came back to a call of its own
+            parents[min(walk[walk.index(i) :])] = -1
+        for j in walk:
+            state[j] = 2
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    # Reading 100,000 rows makes 1.5 million objects, and the collector would scan the growing
+    # heap again and again while none of them can be garbage: a third of the time.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class SessionTree:
     """The calls of one session without their captures, indexed by position in start order."""
 
@@ -59,7 +149,7 @@ class SessionTree:
         self.info = info
         # Column tuples made by one transpose in C, and C-level passes over them wherever one will do:
         # the Python-level work per call is what decides how fast 100,000 calls open.
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * len(CALL_COLUMNS)
+        columns = _cleaned(list(zip(*rows, strict=True)) or [()] * len(CALL_COLUMNS))
         self.ids: tuple[str, ...] = columns[0]
         # Each row brings its own copy of a repeated value (turn, kind, name, ...): one kept per value
         # halves the memory a tree holds.
@@ -73,8 +163,12 @@ class SessionTree:
         self.ends: tuple[float | None, ...] = columns[13]
         count = len(self.ids)
         self.index: dict[str, int] = dict(zip(self.ids, range(count), strict=True))
+        #: The parent ids as stored (a parent read later, another process's row, is found then).
+        self.parent_ids: tuple[str | None, ...] = _shared(columns[3])
         # A parent the session does not hold (another session's call, a lost row) makes its child a root.
         self.parents: list[int] = list(map(self.index.get, columns[3], itertools.repeat(-1)))
+        if any(map(operator.ge, self.parents, range(count))):  # a parent recorded after its child, or a cycle
+            _cut_cycles(self.parents)
         self.llm: dict[int, dict[str, Any]] = {}
         # Tree rows carry the attributes of llm calls only.
         for i in itertools.compress(range(count), map(operator.is_not, columns[11], itertools.repeat(None))):
@@ -92,19 +186,59 @@ class SessionTree:
                 self.children[parent] = list(group)
         self._summarise(count)
         self._folded_ids: tuple[str, ...] | None = None
+        self._root_of: dict[int, int] = {}
+        self._positions: list[int] | None = None  # each call's place among its siblings, made on first need
 
     @classmethod
     def read(cls, store: Store, session_id: str, info: SessionInfo | None = None) -> SessionTree:
         """The tree of a session as the store holds it now (``info``: its listing, read just before)."""
-        # Reading 100,000 rows makes 1.5 million objects, and the collector would scan the growing
-        # heap again and again while none of them can be garbage: a third of the time.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_paused():
             return cls(session_id, store.iter_tree_rows(session_id), info)
-        finally:
-            if was_enabled:
-                gc.enable()
+
+    def open_calls(self) -> list[tuple[str, float]]:
+        """(id, start) of the calls with no end yet: the rows a later read must look at again."""
+        missing = map(operator.is_, self.ends, itertools.repeat(None))
+        return [(self.ids[i], self.starts[i]) for i in itertools.compress(range(len(self.ids)), missing)]
+
+    @property
+    def newest_start(self) -> float:
+        """The latest start of a call (from the store's clocks): calls started from then on are new."""
+        return max(self.starts, default=0.0)
+
+    def updated(self, changed: Iterable[CallRow], info: SessionInfo | None) -> SessionTree:
+        """This tree with ``changed`` rows in place of the rows of the same call, the others added, in start order."""
+        with _collector_paused():
+            fresh = SessionTree(self.session_id, changed)
+            kept = bytearray(b"\x01") * len(self.ids)
+            for call_id, start in zip(fresh.ids, fresh.starts, strict=True):
+                i = self.index.get(call_id)
+                if i is not None and self.starts[i] == start:
+                    kept[i] = 0
+            rows = [*itertools.compress(self._rows(), kept), *fresh._rows()]
+            rows.sort(key=operator.itemgetter(_STARTED, 0))
+            return SessionTree(self.session_id, rows, info)
+
+    def _rows(self) -> Iterator[tuple[Any, ...]]:
+        """The tree's calls as tree rows (made in C), an ``llm`` call's facts in place of its attributes."""
+        count = len(self.ids)
+        return zip(
+            self.ids,
+            itertools.repeat(self.session_id, count),
+            self.turn_ids,
+            self.parent_ids,
+            self.kinds,
+            self.names,
+            self.frameworks,
+            self.statuses,
+            itertools.repeat(None, count),
+            itertools.repeat(None, count),
+            self.errors,
+            map(self.llm.get, range(count)),
+            self.starts,
+            self.ends,
+            itertools.repeat("", count),
+            strict=True,
+        )
 
     def _summarise(self, count: int) -> None:
         """Descendants, subtree tokens and errors below every call; the counts a page polls for."""
@@ -121,14 +255,13 @@ class SessionTree:
             parent = parents[i]
             if parent >= 0:
                 descendants[parent] += descendants[i] + 1
-        # Tokens and errors are few: each is added to the calls above it.
-        self.tokens = [0] * count
-        for i, facts in self.llm.items():
-            self._add_up(self.tokens, i, facts.get("tokens", 0))
+        self.tokens = self._totals({i: facts.get("tokens", 0) for i, facts in self.llm.items()}, order)
         self.error_calls = list(itertools.compress(range(count), map("error".__eq__, self.statuses)))
-        self.errors_below = [0] * count
+        errors_at: dict[int, int] = {}
         for i in self.error_calls:
-            self._add_up(self.errors_below, parents[i], 1)
+            if parents[i] >= 0:
+                errors_at[parents[i]] = errors_at.get(parents[i], 0) + 1
+        self.errors_below = self._totals(errors_at, order)
         self.running = self.statuses.count("running")
         self.turn_number = {i: n for n, i in enumerate((i for i in self.roots if self.kinds[i] == "turn"), 1)}
         ended = count - self.ends.count(None)
@@ -136,18 +269,43 @@ class SessionTree:
         # Changes whenever a call is added, ends or fails: what the browser polls for.
         self.version = f"{count}.{ended}.{len(self.error_calls)}.{self.last_end:.6f}"
 
-    def _add_up(self, totals: list[int], i: int, amount: int) -> None:
+    def _totals(self, amounts: dict[int, int], order: Sequence[int]) -> list[int]:
+        """Each call's amount plus the amounts of every call below it."""
         parents = self.parents
-        while i >= 0:
-            totals[i] += amount
-            i = parents[i]
+        totals = [0] * len(parents)
+        # Tokens and errors are few: each is added to the calls above it...
+        steps = len(parents) + 1000
+        for call, amount in amounts.items():
+            i = call
+            while i >= 0:
+                totals[i] += amount
+                i = parents[i]
+                steps -= 1
+            if steps < 0:
+                break
+        else:
+            return totals
+        # ... unless the tree is deep (a chain of calls each below the last): one pass, children before parents.
+        totals = [0] * len(parents)
+        for i, amount in amounts.items():
+            totals[i] = amount
+        for i in reversed(order):
+            parent = parents[i]
+            if parent >= 0:
+                totals[parent] += totals[i]
+        return totals
 
     def root_of(self, i: int) -> int:
         """The root (usually the turn) above call ``i``."""
-        parents = self.parents
-        while parents[i] >= 0:
+        parents, known = self.parents, self._root_of
+        walked = []
+        while i not in known and parents[i] >= 0:
+            walked.append(i)
             i = parents[i]
-        return i
+        root = known.get(i, i)
+        if walked:  # remembered: a deep tree would make every row of a page walk all the way up again
+            known.update(dict.fromkeys(walked, root))
+        return root
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -214,12 +372,15 @@ class SessionTree:
 
     def path(self, i: int) -> list[dict[str, Any]]:
         """The calls from the root down to call ``i``, each with its position among its siblings."""
+        if self._positions is None:
+            self._positions = positions = [0] * len(self.ids)
+            for siblings in (self.roots, *self.children.values()):
+                for position, sibling in enumerate(siblings):
+                    positions[sibling] = position
         steps = []
         while i >= 0:
-            parent = self.parents[i]
-            siblings = self.roots if parent < 0 else self.children[parent]
-            steps.append({"id": self.ids[i], "position": siblings.index(i)})
-            i = parent
+            steps.append({"id": self.ids[i], "position": self._positions[i]})
+            i = self.parents[i]
         steps.reverse()
         return steps
 

@@ -369,6 +369,38 @@ class Store(abc.ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url}>"
 
+    # --- re-reading what changed in a running session (the viewer's polls) ------------------
+    def iter_changed_tree_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        """Tree rows, as :meth:`iter_tree_rows` gives them, of the session's calls that may have changed
+        since an earlier read, in no particular order: those named in ``calls`` (call id and start, the
+        ones running then) and those started at or after ``since``.
+
+        A row written late with an earlier start (another process's clock) is not among them: a reader
+        compares the session's call count to notice one.
+        """
+        for hook in _before_read:
+            hook(self)
+        liveness = _Liveness(self)
+        notes = _EffectNotes(self, session_id, liveness)
+        marked = notes.marked if notes else None
+        for found in self._changed_call_rows(session_id, calls, since):
+            dead = found[7] == "running" and not liveness.alive(found[14])
+            row = (*found[:7], "interrupted", *found[8:]) if dead else found
+            yield row if marked is None else marked(row)
+
+    def _changed_call_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        """The backend's part of :meth:`iter_changed_tree_rows`: raw tree rows. This default scans the session."""
+        named = set(calls)
+        for row in self._iter_call_rows(session_id, False):
+            start = row[12]
+            # A start that is not a number cannot be compared: it is read again (as SQL compares text after numbers).
+            if not isinstance(start, (int, float)) or not start < since or (row[0], start) in named:
+                yield row
+
 
 class _Lazy:
     """A prompt reader made the first time a record needs one (most sessions' reads never do)."""

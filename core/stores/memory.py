@@ -144,3 +144,15 @@ class MemoryStore(Store):
     def _heartbeats(self) -> dict[str, float]:
         with self._lock:
             return dict(self._beats)
+
+    # --- re-reading what changed in a running session (the viewer's polls) ------------------
+    def _changed_call_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        named = {call_id for call_id, _ in calls}
+        with self._lock:
+            rows = [self._calls[c] for c in self._by_session.get(session_id, ())]
+        changed = [r for r in rows if r[0] in named or r[12] >= since]
+        return iter(
+            [(*r[:8], None, None, r[10], r[11] if r[4] == "llm" else attempt_only(r[11]), *r[12:]) for r in changed]
+        )

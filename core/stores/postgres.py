@@ -645,6 +645,16 @@ class PostgresStore(Store):
             conn, self._read_conn = self._read_conn, None
             self._drop(conn)
 
+    # --- re-reading what changed in a running session (the viewer's polls) ------------------
+    def _changed_call_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        rows = self._query(
+            f"SELECT {_TREE_COLUMNS} FROM calls WHERE session_id = %s AND (started_at >= %s OR call_id = ANY(%s))",
+            (session_id, since, [call_id for call_id, _ in calls]),
+        )
+        return iter([tuple(row) for row in rows])
+
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_connections_after_fork)

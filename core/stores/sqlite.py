@@ -621,6 +621,23 @@ class SQLiteStore(Store):
         with self._lock:
             self._drop_writer()
 
+    # --- re-reading what changed in a running session (the viewer's polls) ------------------
+    def _changed_call_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        if self._absent():
+            return iter(())
+        select = f"SELECT {_TREE_COLUMNS} FROM calls WHERE session_id = ?"
+        with self._reading() as conn:
+            conn.execute("BEGIN")  # one snapshot for both lookups
+            rows = conn.execute(f"{select} AND started_at >= ?", (session_id, since)).fetchall()
+            for call_id, started_at in calls:
+                if started_at < since:  # one key lookup each (the later ones were read above)
+                    key = (session_id, started_at, call_id)
+                    rows += conn.execute(f"{select} AND started_at = ? AND call_id = ?", key).fetchall()
+            conn.execute("COMMIT")
+        return iter(rows)
+
 
 _stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 # A forked child must neither use nor close the parent's connection (SQLite forbids both):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,10 +164,17 @@ class CountingStore(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.reads = 0
+        self.changed_reads = 0
 
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         self.reads += 1
         return super()._iter_call_rows(session_id, captures)
+
+    def _changed_call_rows(
+        self, session_id: str, calls: Sequence[tuple[str, float]], since: float
+    ) -> Iterator[CallRow]:
+        self.changed_reads += 1
+        return super()._changed_call_rows(session_id, calls, since)
 
 
 def test_the_cache_reads_a_tree_once_and_again_only_when_its_session_changed() -> None:
@@ -187,7 +194,7 @@ def test_the_cache_reads_a_tree_once_and_again_only_when_its_session_changed() -
     assert cache.get("unknown") is None
 
 
-def test_the_cache_rereads_a_tree_with_running_calls_each_time_it_is_rechecked() -> None:
+def test_the_cache_rereads_what_changed_in_a_tree_with_running_calls_each_time_it_is_rechecked() -> None:
     store = CountingStore()
     clock = [0.0]
     cache = TreeCache(store, recheck=1.0, clock=lambda: clock[0])
@@ -196,7 +203,7 @@ def test_the_cache_rereads_a_tree_with_running_calls_each_time_it_is_rechecked()
     store.write([], [_row("turn", None, "turn")])  # its end changes neither the update time nor the count
     clock[0] = 2.0
     tree = cache.get("s1")
-    assert tree is not None and tree.statuses == ("ok",) and store.reads == 2
+    assert tree is not None and tree.statuses == ("ok",) and (store.reads, store.changed_reads) == (1, 1)
 
 
 def test_the_cache_keeps_trees_up_to_a_number_of_calls_in_all() -> None:
