@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +50,7 @@ from ._rows import (
     SessionRow,
     StoredRow,
 )
+from ._urls import safe_url
 
 __all__ = [
     "CALL_COLUMNS",
@@ -96,15 +96,6 @@ logger = logging.getLogger("openprogram")
 _open: dict[str, Store] = {}
 _lock = threading.Lock()
 _warned_paths: set[Path] = set()  # one warning per unusable SQLite path and process
-# The password runs to the authority's last "@": one that holds an unencoded "@" is masked whole.
-_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@]*:)[^/?#]*(?P<tail>@)", re.IGNORECASE)
-_PASSWORD_PARAM = re.compile(r"(?P<head>[?&](?:password|sslpassword)=)[^&]*", re.IGNORECASE)
-
-
-def safe_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``: safe to log or print."""
-    url = _PASSWORD.sub(r"\g<head>***\g<tail>", url)
-    return _PASSWORD_PARAM.sub(r"\g<head>***", url)
 
 
 def openprogram_home() -> Path:

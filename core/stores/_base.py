@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._runtime import StoreError, process_owner
-from ._prompts import PromptReader, holds_texts, prompt_reference
+from ._prompts import PromptReader, holds_texts, loads_or_text, prompt_reference
 from ._rows import (
     Aliases,
     CallRow,
@@ -86,6 +86,35 @@ assert _RECORD_FIELDS[-3:] == ("started_at", "ended_at", "attributes")
 _new_record = object.__new__
 
 
+#: The latest time a reader takes as one (the end of year 9999, in seconds since the epoch).
+LATEST_TIME = 253_402_300_799.0
+
+
+def readable_time(value: Any) -> float | None:
+    """A time as read from a row: a number from the epoch to :data:`LATEST_TIME`, else None.
+
+    Another process sharing a store may write NaN, infinities or absurd times, which no
+    reader could format, sort or encode as JSON.
+    """
+    if (type(value) is float or type(value) is int) and 0 <= value <= LATEST_TIME:
+        return value
+    return None
+
+
+def _readable_times(row: CallRow) -> CallRow:
+    """``row`` with an unreadable start read as 0 (the epoch) and an unreadable end as None."""
+    return (*row[:12], readable_time(row[12]) or 0.0, readable_time(row[13]), *row[14:])
+
+
+def _times_readable(row: CallRow) -> bool:
+    started, ended = row[12], row[13]
+    return (
+        type(started) is float
+        and 0.0 <= started <= LATEST_TIME
+        and (ended is None or (type(ended) is float and 0.0 <= ended <= LATEST_TIME))
+    )
+
+
 def _record_of(
     row: CallRow,
     liveness: _Liveness,
@@ -93,6 +122,8 @@ def _record_of(
     merged: Callable[[CallRow, Any], Any] | None,
     prompts: Callable[[], PromptReader],
 ) -> CallRecord:
+    if not _times_readable(row):
+        row = _readable_times(row)
     status = row[7]
     if status == "running" and not liveness.alive(row[14]):
         status = "interrupted"
@@ -137,31 +168,64 @@ def _record_of(
 
 
 def session_info(row: Sequence[Any]) -> SessionInfo:
-    """A SessionInfo from a SQL listing's row (id, agent, created, updated, call count, tokens)."""
-    return SessionInfo(str(row[0]), str(row[1]), float(row[2]), float(row[3]), int(row[4] or 0), int(row[5] or 0))
+    """A SessionInfo from a SQL listing's row (id, agent, created, updated, call count, tokens).
+
+    Times no reader could use read as 0 (see :func:`readable_time`).
+    """
+    return SessionInfo(
+        str(row[0]),
+        str(row[1]),
+        float(readable_time(row[2]) or 0.0),
+        float(readable_time(row[3]) or 0.0),
+        int(row[4] or 0),
+        _whole(row[5]),
+    )
+
+
+def _whole(value: Any) -> int:
+    """A count summed by SQL (an int, a float or a Decimal); 0 for anything else."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+#: A token count is a whole number below this; anything else a row says is not counted.
+TOKEN_LIMIT = 10**15
+
+
+def _count(value: Any) -> int | None:
+    kind = type(value)
+    if kind is int and 0 <= value < TOKEN_LIMIT:
+        return int(value)
+    if kind is float and 0 <= value < TOKEN_LIMIT and value.is_integer():
+        return int(value)
+    return None
 
 
 def tokens_of(attributes: Any) -> int:
     """The tokens a model call's attributes report: their ``usage`` total, else input plus output.
 
-    The SQL stores compute the same sum in their session listings.
+    A count is a whole number from 0 below :data:`TOKEN_LIMIT`; any other value (negative, a
+    fraction, a string, or huge, from another process sharing a store) counts as absent. The
+    SQL stores compute the same sum in their session listings.
     """
     found = attributes.get("usage") if isinstance(attributes, dict) else None
     if not isinstance(found, dict):
         return 0
-    total = found.get("total_tokens")
-    if isinstance(total, int):
+    total = _count(found.get("total_tokens"))
+    if total is not None:
         return total
-    return sum(v for v in (found.get("input_tokens"), found.get("output_tokens")) if isinstance(v, int))
+    return sum(v for v in (_count(found.get("input_tokens")), _count(found.get("output_tokens"))) if v is not None)
+
+
+def tokens_in(attributes: str | None) -> int:
+    """:func:`tokens_of` for attributes as stored (JSON text); 0 for text that is not JSON."""
+    return tokens_of(_loads(attributes))
 
 
 def _loads(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    return None if text is None else loads_or_text(text)
 
 
 _before_read: list[Callable[[Store], None]] = []
@@ -354,7 +418,8 @@ class Store(abc.ABC):
         liveness = _Liveness(self)
         notes = _EffectNotes(self, session_id, liveness)
         marked = notes.marked if notes else None
-        for found in self._iter_call_rows(session_id, False):
+        for stored in self._iter_call_rows(session_id, False):
+            found = stored if _times_readable(stored) else _readable_times(stored)
             dead = found[7] == "running" and not liveness.alive(found[14])
             row = (*found[:7], "interrupted", *found[8:]) if dead else found
             yield row if marked is None else marked(row)
@@ -457,7 +522,8 @@ def attempt_only(attributes: str | None) -> str | None:
     """A non-``llm`` call's attributes as a tree row keeps them: only the attempt number of a retried call."""
     if not attributes or '"attempt"' not in attributes:
         return None
-    attempt = json.loads(attributes).get("attempt")
+    found = _loads(attributes)
+    attempt = found.get("attempt") if type(found) is dict else None
     return None if attempt is None else json.dumps({"attempt": attempt})
 
 
@@ -478,10 +544,12 @@ class _EffectNotes:
         by_turn: dict[str, list[str]] = {}
         self.undone_by: dict[str, list[str]] = {}
         for row in rows:
+            if not all(type(row[i]) is str for i in (1, 3, 7, 12)):
+                continue  # not a row any process of ours wrote: it notes nothing
             state = effect_state(row, liveness.alive)
             by_call.setdefault(row[1], []).append(state)
             by_turn.setdefault(row[3], []).append(state)
-            if state == "undone" and row[15]:
+            if state == "undone" and type(row[15]) is str:
                 self.undone_by.setdefault(row[1], []).append(row[15])
         self.calls = {call_id: note for call_id, states in by_call.items() if (note := _note(states, False))}
         self.turns = {turn_id: note for turn_id, states in by_turn.items() if (note := _note(states, True))}
@@ -511,7 +579,8 @@ class _EffectNotes:
         note = self.note(row)
         if note is None or row[4] == "llm":
             return row
-        return (*row[:11], json.dumps({**(json.loads(row[11]) if row[11] else {}), "effect": note}), *row[12:])
+        found = _loads(row[11])
+        return (*row[:11], json.dumps({**(found if type(found) is dict else {}), "effect": note}), *row[12:])
 
 
 class _Liveness:
@@ -533,6 +602,8 @@ class _Liveness:
     def _check(self, owner: str) -> bool:
         if owner == self._me:
             return True
+        if type(owner) is not str:
+            return False  # not an owner any writer records
         host, _, rest = owner.partition(":")
         pid_text, _, _ = rest.partition(":")
         if host == self._host and pid_text.isdigit():
@@ -547,5 +618,5 @@ class _Liveness:
                 self._beats = self._store._heartbeats()
             except Exception:
                 self._beats = {}
-        beat = self._beats.get(owner)
+        beat = readable_time(self._beats.get(owner))
         return beat is not None and time.time() - beat < HEARTBEAT_STALE_SECONDS

@@ -30,7 +30,7 @@ _TEXT_MARK = '"$text"'
 
 def holds_texts(captured: str | None) -> bool:
     """Whether a stored capture (JSON text) may refer to long texts stored once."""
-    return captured is not None and _TEXT_MARK in captured
+    return type(captured) is str and _TEXT_MARK in captured
 
 
 def prompt_json(after: str | None, keep: int, added: Sequence[str]) -> str:
@@ -51,6 +51,30 @@ def prompt_reference(inputs: Any) -> dict[str, Any] | None:
         return None
     reference = messages.get(PROMPT)
     return reference if type(reference) is dict else None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float | str:
+    value = float(text)
+    return value if value - value == 0.0 else text  # 1e400: valid JSON, but no float; kept as written
+
+
+# NaN and the infinities are not JSON, and no reader could pass them on: no writer of ours stores them.
+_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite).decode
+
+
+def loads_or_text(text: str) -> Any:
+    """``text`` decoded as JSON, or as it is if it is not JSON (or is nested too deep to decode).
+
+    What a store holds may have been written by another process: a reader never fails for it.
+    """
+    try:
+        return _decode(text)
+    except (ValueError, TypeError, RecursionError):
+        return text
 
 
 def _missing(count: int, what: str) -> dict[str, Any]:
@@ -109,10 +133,7 @@ class PromptReader:
         text = self._stored().get(text_id)
         if text is None:
             return reference  # not a text of ours, or lost: shown as stored
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
+        return loads_or_text(text)
 
     def _stored(self) -> Mapping[str, str]:
         if self._texts is None:
@@ -180,10 +201,7 @@ class PromptReader:
         if text is None:
             decoded = _missing(1, f"message {message_id}")
         else:
-            try:
-                decoded = json.loads(text)
-            except ValueError:
-                decoded = text
+            decoded = loads_or_text(text)
             if holds_texts(text):
                 decoded = self.with_texts(decoded)
         self._decoded[message_id] = decoded

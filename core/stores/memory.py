@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._base import SessionInfo, Store, attempt_only, tokens_of
+from ._base import SessionInfo, Store, attempt_only, session_info, tokens_in
 from ._rows import (
     EFFECT_COLUMNS,
     Aliases,
@@ -111,8 +110,8 @@ class MemoryStore(Store):
         sid = str(row[0])
         ids = self._by_session.get(sid, ())
         calls = [self._calls[c] for c in ids]
-        tokens = sum(tokens_of(json.loads(c[11])) for c in calls if c[4] == "llm" and c[11])
-        return SessionInfo(sid, str(row[1]), float(row[2]), float(row[3]), len(ids), tokens)  # type: ignore[arg-type]
+        tokens = sum(tokens_in(c[11]) for c in calls if c[4] == "llm")
+        return session_info((sid, row[1], row[2], row[3], len(ids), tokens))
 
     def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
         with self._lock:

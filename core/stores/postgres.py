@@ -33,10 +33,9 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from .._runtime import StoreError
-from . import safe_url
 from ._base import SessionInfo, Store, session_info
 from ._rows import (
     Aliases,
@@ -51,6 +50,7 @@ from ._rows import (
     Sessions,
     effect_changes,
 )
+from ._urls import password_span, safe_url
 
 if TYPE_CHECKING:
     import psycopg
@@ -139,6 +139,53 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (session_id, message_id)
         )""",
     ),
+    # 4: a call's attributes read as stores.tokens_of reads them. They are JSON text we wrote, or anything
+    # another process sharing the store wrote: JSON PostgreSQL cannot read (a NUL or lone surrogate escaped,
+    # NaN), counts past bigint. A cast failing in a query fails the whole listing, for every session;
+    # these functions read such a row as holding nothing.
+    (
+        """CREATE FUNCTION openprogram_count(found jsonb) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT CASE WHEN jsonb_typeof(found) = 'number' AND found::text ~ '^[0-9]{1,15}(\\.0+)?$'
+                THEN found::numeric::bigint END
+        $$""",
+        """CREATE FUNCTION openprogram_tokens(attributes text) RETURNS bigint LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+        AS $$
+        DECLARE
+            usage jsonb;
+        BEGIN
+            BEGIN
+                usage := attributes::jsonb -> 'usage';
+            EXCEPTION WHEN others THEN
+                BEGIN  -- a NUL or lone surrogate escaped (a model name passed on): unreadable as jsonb
+                    usage := regexp_replace(
+                        attributes, '\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', '\\\\ufffd', 'g'
+                    )::jsonb -> 'usage';
+                EXCEPTION WHEN others THEN
+                    RETURN 0;
+                END;
+            END;
+            IF jsonb_typeof(usage) IS DISTINCT FROM 'object' THEN
+                RETURN 0;
+            END IF;
+            RETURN coalesce(
+                openprogram_count(usage -> 'total_tokens'),
+                coalesce(openprogram_count(usage -> 'input_tokens'), 0)
+                    + coalesce(openprogram_count(usage -> 'output_tokens'), 0)
+            );
+        END
+        $$""",
+        """CREATE FUNCTION openprogram_attempt(attributes text) RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+        AS $$
+        DECLARE
+            found json;
+        BEGIN
+            found := attributes::json -> 'attempt';
+            RETURN CASE WHEN found IS NOT NULL THEN json_build_object('attempt', found)::text END;
+        EXCEPTION WHEN others THEN
+            RETURN NULL;
+        END
+        $$""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -150,8 +197,8 @@ _COLUMNS = (
 _TREE_COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, "
     "NULL, NULL, error, CASE WHEN kind = 'llm' THEN attributes "
-    "WHEN position('\"attempt\"' in attributes) > 0 AND attributes::json -> 'attempt' IS NOT NULL "
-    "THEN json_build_object('attempt', attributes::json -> 'attempt')::text END, started_at, ended_at, owner"
+    "WHEN position('\"attempt\"' in attributes) > 0 THEN openprogram_attempt(attributes) END, "
+    "started_at, ended_at, owner"
 )
 _STAGE = "CREATE TEMP TABLE IF NOT EXISTS openprogram_stage (LIKE calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 # A running row may be replaced by its final row; a final row is never replaced.
@@ -173,42 +220,91 @@ _ADD_MESSAGE = "INSERT INTO messages VALUES (%s, %s, %s) ON CONFLICT (session_id
 _SESSION_COLUMNS = (
     "s.session_id, s.agent_id, s.created_at, s.updated_at, "
     "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id), "
-    # The tokens of its model calls: as stores.tokens_of counts them (attributes are JSON text we wrote).
-    "(SELECT coalesce(sum(coalesce((c.attributes::jsonb #>> '{usage,total_tokens}')::bigint, "
-    "coalesce((c.attributes::jsonb #>> '{usage,input_tokens}')::bigint, 0) "
-    "+ coalesce((c.attributes::jsonb #>> '{usage,output_tokens}')::bigint, 0))), 0) "
+    # The tokens of its model calls, as stores.tokens_of counts them.
+    "(SELECT coalesce(sum(openprogram_tokens(c.attributes)), 0) "
     "FROM calls c WHERE c.session_id = s.session_id AND c.kind = 'llm' AND c.attributes IS NOT NULL)"
 )
 _ADD_EFFECT = "INSERT INTO effects VALUES (" + ", ".join(["%s"] * 17) + ") ON CONFLICT (effect_id) DO NOTHING"
+_SECRET_KEYS = frozenset({"password", "sslpassword"})  # the libpq parameters that hold a password
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-_RAW_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^:/@]*:([^@]*)@", re.IGNORECASE)
 _RETRIES = 3  # a batch that lost a deadlock or serialization race is retried this often
 
 
-def _split_url(url: str) -> tuple[str, str, list[str]]:
-    """Separate our ``schema=`` parameter from the libpq URI; also return the secrets it carries."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError as exc:
-        raise StoreError(f"bad PostgreSQL store URL {safe_url(url)!r}: {exc}") from None
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    secrets = [v for k, v in query if k in ("password", "sslpassword") and v]
-    if password:
+def _reserved(schema: str) -> bool:
+    """PostgreSQL's own schemas (``pg_*``, ``information_schema``): never openprogram's."""
+    folded = schema.lower()
+    return folded.startswith("pg_") or folded == "information_schema"
+
+
+def _parse_url(url: str) -> tuple[dict[str, str], str, list[str]]:
+    """libpq's connection parameters for ``url`` (our ``schema=`` taken out), the schema, and the secrets it carries.
+
+    libpq parses the URL (``conninfo_to_dict``): a password may hold any character,
+    percent-encoded, and ``#``, ``?`` and ``:`` as they are. One that holds an unencoded
+    ``/`` or ``@`` would be read as a host, port or database: refused, never printed.
+    """
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    span = password_span(url)
+    secrets: list[str] = []
+    if span is not None:
+        password = url[span[0] : span[1]]
         secrets += [password, unquote(password)]
-    raw = _RAW_PASSWORD.match(url)
-    if raw:
-        secrets.append(raw.group(1))
+        if "@" in url[: span[0]] or "@" in password or "/" in password:
+            raise StoreError(
+                f"bad PostgreSQL store URL {safe_url(url)!r}: percent-encode a password's or user name's "
+                "'@' (%40) and '/' (%2F)"
+            )
+    # As libpq reads it: the user info ends at the first "@" or "/", the query begins at the next "?".
+    rest = url.find("://") + 3
+    at, slash = url.find("@", rest), url.find("/", rest)
+    host = at + 1 if at >= 0 and (slash < 0 or at < slash) else rest
+    question = url.find("?", host)
+    base, query = (url, "") if question < 0 else (url[:question], url[question + 1 :])
     schema = DEFAULT_SCHEMA
     kept = []
-    for key, value in query:
-        if key == "schema":
-            schema = value
-        else:
-            kept.append((key, value))
+    for item in query.split("&") if query else ():
+        key, _, value = item.partition("=")
+        name = unquote(key)
+        if name == "schema":
+            schema = unquote(value)
+            continue
+        if name in _SECRET_KEYS and value:
+            secrets += [value, unquote(value)]
+        kept.append(item)
+    stripped = f"{base}?{'&'.join(kept)}" if kept else base
+    secrets = sorted(set(filter(None, secrets)), key=len, reverse=True)
+    try:
+        params = conninfo_to_dict(stripped)
+    except Error as exc:
+        raise StoreError(f"bad PostgreSQL store URL {safe_url(url)!r}: {_scrubbed(str(exc), secrets)}") from None
     if not _SCHEMA_NAME.fullmatch(schema):
         raise StoreError(f"bad schema name {schema!r} in a PostgreSQL store URL: use letters, digits and _")
-    return urlunsplit(parts._replace(query=urlencode(kept))), schema, sorted(set(secrets), key=len, reverse=True)
+    if _reserved(schema):
+        raise StoreError(
+            f"schema {schema!r} is PostgreSQL's own (pg_*, information_schema): name another in the store URL's schema="
+        )
+    return {key: str(value) for key, value in params.items()}, schema, secrets
+
+
+class _Hidden:
+    """The URL as given, the password parameters libpq read from it, and every form of them: never shown."""
+
+    __slots__ = ("params", "secrets", "url")
+
+    def __init__(self, url: str, params: dict[str, str], secrets: list[str]) -> None:
+        self.url, self.params, self.secrets = url, params, secrets
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+
+def _scrubbed(text: str, secrets: Sequence[str]) -> str:
+    """``text`` without any of ``secrets`` (libpq may quote parts of a bad connection string)."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return " ".join(text.split())
 
 
 def _dedupe_calls(calls: Sequence[CallRow]) -> list[CallRow]:
@@ -264,8 +360,10 @@ class PostgresStore(Store):
             importlib.import_module("psycopg")
         except ImportError:
             raise StoreError(MISSING_DRIVER) from None
-        self._conninfo, self.schema, self._secrets = _split_url(url)
-        self._connect_url = url
+        params, self.schema, secrets = _parse_url(url)
+        # What holds a password is kept out of every repr: vars(store), a traceback's locals.
+        self._params = {key: value for key, value in params.items() if key not in _SECRET_KEYS}
+        self._hidden = _Hidden(url, {key: value for key, value in params.items() if key in _SECRET_KEYS}, secrets)
         self.url = safe_url(url)
         self._lock = threading.Lock()  # guards the write connection
         self._read_lock = threading.Lock()  # guards the short-read connection
@@ -289,50 +387,39 @@ class PostgresStore(Store):
     @property
     def connect_url(self) -> str:
         """The URL as given, password included: for child processes only, never to be logged."""
-        return self._connect_url
+        return self._hidden.url
 
     def _where(self) -> str:
-        parts = urlsplit(self.url)
-        try:
-            port = parts.port or 5432
-        except ValueError:
-            port = parts.netloc.rpartition(":")[2]  # type: ignore[assignment]
-        return f"{parts.hostname or 'localhost'}:{port}{parts.path or ''} (schema {self.schema})"
+        params = self._params
+        host, port, dbname = params.get("host") or "localhost", params.get("port") or "5432", params.get("dbname")
+        return self._scrub(f"{host}:{port}{'/' + dbname if dbname else ''} (schema {self.schema})")
 
     def _scrub(self, text: str) -> str:
         """``text`` without the URL's password (libpq may quote parts of a bad connection string)."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return _scrubbed(text, self._hidden.secrets)
 
     def _error(self, action: str, exc: BaseException) -> StoreError:
-        text = self._scrub(" ".join(str(exc).split()))[:300] or type(exc).__name__
+        text = self._scrub(str(exc))[:300] or type(exc).__name__
         return StoreError(f"cannot {action} the PostgreSQL store at {self._where()}: {text}")
 
     # --- connections -----------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
         import psycopg
-        from psycopg.conninfo import conninfo_to_dict
+        from psycopg.conninfo import make_conninfo
 
-        options: dict[str, Any] = {"autocommit": True, "application_name": "openprogram"}
-        try:
-            given = conninfo_to_dict(self._conninfo)
-        except psycopg.Error as exc:
-            raise StoreError(f"bad PostgreSQL store URL {self.url!r}: {self._scrub(str(exc))}") from None
-        if "connect_timeout" not in given:
-            options["connect_timeout"] = CONNECT_TIMEOUT
+        given = {**self._params, **self._hidden.params}
+        given.setdefault("connect_timeout", str(CONNECT_TIMEOUT))
+        given.setdefault("application_name", "openprogram")
         for key, value in (
             ("keepalives", 1),
             ("keepalives_idle", 30),
             ("keepalives_interval", 10),
             ("keepalives_count", 3),
         ):
-            given.setdefault(key, value)
-            options[key] = given[key]
-        if "application_name" in given:
-            del options["application_name"]
+            given.setdefault(key, str(value))
         try:
-            conn = psycopg.connect(self._conninfo, **options)
+            # Parameters as libpq parsed them from the URL: never parsed again from text.
+            conn = psycopg.connect(make_conninfo("", **given), autocommit=True)
         except psycopg.Error as exc:
             raise self._error("connect to", exc) from None  # the cause may quote the connection string
         try:

@@ -202,17 +202,27 @@ _ALL_COLUMNS = "*"
 # What a call tree needs: the captures (often most of a row's bytes) are never read.
 _TREE_COLUMNS = (
     "call_id, session_id, turn_id, parent_id, kind, name, framework, status, NULL, NULL, error, "
-    "CASE WHEN kind = 'llm' THEN attributes WHEN instr(attributes, '\"attempt\"') "
-    "AND json_extract(attributes, '$.attempt') IS NOT NULL "
-    "THEN json_object('attempt', json_extract(attributes, '$.attempt')) END, started_at, ended_at, owner"
+    "CASE WHEN kind = 'llm' THEN attributes WHEN instr(attributes, '\"attempt\"') AND json_valid(attributes) "
+    "THEN CASE WHEN json_extract(attributes, '$.attempt') IS NOT NULL "
+    "THEN json_object('attempt', json_extract(attributes, '$.attempt')) END END, started_at, ended_at, owner"
 )
+
+
+def _token_count(key: str) -> str:
+    """SQL for one count of a model call's ``usage``, as stores.tokens_of reads it (else NULL)."""
+    value = f"json_extract(c.attributes, '$.usage.{key}')"
+    return (
+        f"CASE WHEN json_type(c.attributes, '$.usage.{key}') IN ('integer', 'real') AND {value} >= 0 "
+        f"AND {value} < 1e15 AND {value} = CAST({value} AS INTEGER) THEN CAST({value} AS INTEGER) END"
+    )
+
+
 _SESSION_COLUMNS = (
-    "s.session_id, s.agent_id, s.created_at, s.updated_at, "
+    "CAST(s.session_id AS TEXT), CAST(s.agent_id AS TEXT), s.created_at, s.updated_at, "
     "(SELECT count(*) FROM calls c WHERE c.session_id = s.session_id), "
-    # The tokens of its model calls: as stores.tokens_of counts them.
-    "(SELECT coalesce(sum(coalesce(json_extract(c.attributes, '$.usage.total_tokens'), "
-    "coalesce(json_extract(c.attributes, '$.usage.input_tokens'), 0) "
-    "+ coalesce(json_extract(c.attributes, '$.usage.output_tokens'), 0))), 0) "
+    # The tokens of its model calls, as stores.tokens_of counts them (total(): a float, never an overflow).
+    f"(SELECT total(coalesce({_token_count('total_tokens')}, coalesce({_token_count('input_tokens')}, 0) "
+    f"+ coalesce({_token_count('output_tokens')}, 0))) "
     "FROM calls c WHERE c.session_id = s.session_id AND c.kind = 'llm' AND json_valid(c.attributes))"
 )
 
@@ -314,23 +324,40 @@ class SQLiteStore(Store):
         conn.execute("PRAGMA synchronous = FULL")
         return conn
 
-    def _reader(self) -> sqlite3.Connection:
+    def _reader(self, lenient: bool = False) -> sqlite3.Connection:
         try:
             self._prepare()
-            return self._connect()
+            conn = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
+        if lenient:
+            conn.text_factory = _escaped_text
+        return conn
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """A reader connection, closed after the block; an SQLite error in it is a StoreError naming the path."""
-        conn = self._reader()
+    def _reading(self, lenient: bool = False) -> Iterator[sqlite3.Connection]:
+        """A reader connection, closed after the block; an SQLite error in it is a StoreError naming the path.
+
+        ``lenient``: text that is not UTF-8 is read with its odd bytes escaped (slower: only on a retry).
+        """
+        conn = self._reader(lenient)
         try:
             yield conn
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store at {self.path}: {exc}") from exc
         finally:
             conn.close()
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one query; text another program wrote that is not UTF-8 is read escaped, never an error."""
+        with self._reading() as conn:
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not _undecodable(exc):
+                    raise
+        with self._reading(lenient=True) as conn:
+            return conn.execute(sql, params).fetchall()
 
     # --- writing --------------------------------------------------------------
     keeps_messages = True
@@ -454,11 +481,7 @@ class SQLiteStore(Store):
     def _effect_rows(self, session_id: str) -> list[EffectRow]:
         if self._absent():
             return []
-        with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id", (session_id,)
-            ).fetchall()
-        return rows
+        return self._read("SELECT * FROM effects WHERE session_id = ? ORDER BY started_at, effect_id", (session_id,))
 
     def _writer(self) -> sqlite3.Connection:
         """The writer connection (opened on first use); call with ``_lock`` held."""
@@ -518,96 +541,83 @@ class SQLiteStore(Store):
     def session_exists(self, session_id: str) -> bool:
         if self._absent():
             return False
-        conn = self._reader()
-        try:
-            return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
-        finally:
-            conn.close()
+        return bool(self._read("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)))
 
     def list_sessions(self, limit: int | None = None) -> list[SessionInfo]:
         if self._absent():  # reading never creates a store
             return []
-        with self._reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT ?",
-                (-1 if limit is None else limit,),
-            ).fetchall()
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.session_id DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        )
         return [session_info(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         if self._absent():
             return None
-        with self._reading() as conn:
-            row = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?", (session_id,)
-            ).fetchone()
-        return None if row is None else session_info(row)
+        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?", (session_id,))
+        return session_info(rows[0]) if rows else None
 
     def _iter_call_rows(self, session_id: str, captures: bool = True) -> Iterator[CallRow]:
         if self._absent():
             return
-        with self._reading() as conn:
-            cursor = conn.execute(
-                f"SELECT {_ALL_COLUMNS if captures else _TREE_COLUMNS} FROM calls WHERE session_id = ? "
-                "ORDER BY started_at, call_id",
-                (session_id,),
-            )
-            while True:
-                rows = cursor.fetchmany(2000)
-                if not rows:
-                    break
-                yield from rows
+        sql = (
+            f"SELECT {_ALL_COLUMNS if captures else _TREE_COLUMNS} FROM calls WHERE session_id = ? "
+            "ORDER BY started_at, call_id"
+        )
+        done = 0
+        try:
+            with self._reading() as conn:
+                cursor = conn.execute(sql, (session_id,))
+                while rows := cursor.fetchmany(2000):
+                    yield from rows
+                    done += len(rows)
+            return
+        except StoreError as exc:
+            if not _undecodable(exc.__cause__):
+                raise
+        # Text another program wrote that is not UTF-8: read on from where the batch it was in began.
+        with self._reading(lenient=True) as conn:
+            yield from itertools.islice(conn.execute(sql, (session_id,)), done, None)
 
     def _model_call_inputs(self, session_id: str) -> Iterator[tuple[str, str | None]]:
         if self._absent():
             return iter(())
-        with self._reading() as conn:
-            return iter(
-                conn.execute(
-                    "SELECT call_id, inputs FROM calls WHERE session_id = ? AND kind = 'llm' ORDER BY started_at",
-                    (session_id,),
-                ).fetchall()
+        return iter(
+            self._read(
+                "SELECT call_id, inputs FROM calls WHERE session_id = ? AND kind = 'llm' ORDER BY started_at",
+                (session_id,),
             )
+        )
 
     def messages(self, session_id: str) -> dict[str, str]:
         if self._absent():
             return {}
-        with self._reading() as conn:
-            return dict(conn.execute("SELECT message_id, body FROM messages WHERE session_id = ?", (session_id,)))
+        return dict(self._read("SELECT message_id, body FROM messages WHERE session_id = ?", (session_id,)))
 
     def _call_row(self, session_id: str, call_id: str, started_at: float | None) -> CallRow | None:
         if self._absent():
             return None
-        with self._reading() as conn:
-            row = None
-            if started_at is not None:  # the clustering key: one b-tree lookup
-                row = conn.execute(
-                    "SELECT * FROM calls WHERE session_id = ? AND started_at = ? AND call_id = ?",
-                    (session_id, started_at, call_id),
-                ).fetchone()
-            if row is None:
-                row = conn.execute(
-                    "SELECT * FROM calls WHERE session_id = ? AND call_id = ?", (session_id, call_id)
-                ).fetchone()
-        return None if row is None else tuple(row)
+        rows = []
+        if started_at is not None:  # the clustering key: one b-tree lookup
+            rows = self._read(
+                "SELECT * FROM calls WHERE session_id = ? AND started_at = ? AND call_id = ?",
+                (session_id, started_at, call_id),
+            )
+        if not rows:
+            rows = self._read("SELECT * FROM calls WHERE session_id = ? AND call_id = ?", (session_id, call_id))
+        return tuple(rows[0]) if rows else None
 
     def resolve_alias(self, namespace: str, key: str) -> str | None:
         if self._absent():
             return None
-        with self._reading() as conn:
-            row = conn.execute(
-                "SELECT session_id FROM aliases WHERE namespace = ? AND key = ?", (namespace, key)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._read("SELECT session_id FROM aliases WHERE namespace = ? AND key = ?", (namespace, key))
+        return str(rows[0][0]) if rows else None
 
     def _heartbeats(self) -> dict[str, float]:
         if self._absent():
             return {}
-        conn = self._reader()
-        try:
-            return dict(conn.execute("SELECT owner, at FROM heartbeats").fetchall())
-        finally:
-            conn.close()
+        return dict(self._read("SELECT owner, at FROM heartbeats"))
 
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when healthy)."""
@@ -637,6 +647,16 @@ class SQLiteStore(Store):
                     rows += conn.execute(f"{select} AND started_at = ? AND call_id = ?", key).fetchall()
             conn.execute("COMMIT")
         return iter(rows)
+
+
+def _escaped_text(data: bytes) -> str:
+    """Text that is not UTF-8 (another program wrote it), its odd bytes escaped: readable and printable."""
+    return data.decode("utf-8", "backslashreplace")
+
+
+def _undecodable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is sqlite3's failure to read a text value that is not UTF-8."""
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode to UTF-8")
 
 
 _stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()

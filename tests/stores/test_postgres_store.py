@@ -14,7 +14,7 @@ import pytest
 from openprogram import _recording
 from openprogram._cli import follow_up_lines
 from openprogram._cli import main as cli_main
-from openprogram.stores import StoreError
+from openprogram.stores import StoreError, describe_store, safe_url
 from openprogram.stores import postgres as pg
 from store_support import (
     Backends,
@@ -361,3 +361,101 @@ def test_the_demos_follow_up_commands_never_print_a_password() -> None:
     shown = "'postgresql://agent:***@db.internal:5432/app?sslmode=require'"
     assert lines[0] == f"see it:      openprogram --store {shown} show s1"
     assert lines[-1].startswith("note:") and "OPENPROGRAM_STORE" in lines[-1]
+
+
+# --- passwords as libpq reads URLs, and reserved schemas --------------------------------------
+
+# Valid for libpq: "#", "?" and ":" as they are in the user info, "/" and "@" percent-encoded; any of
+# them percent-encoded in ?password=.
+ODD_PASSWORD = "p#q?r/s@t:u%v"
+
+
+@pytest.fixture
+def odd_role(backends: Backends) -> object:
+    """A login role whose password holds URL delimiters (the server trusts it: the URL must name the role)."""
+    require_postgres()
+    role = f"op_role_{os.urandom(4).hex()}"
+    database = _query("SELECT current_database()")[0][0]
+    _query(f"CREATE ROLE {role} LOGIN PASSWORD '{ODD_PASSWORD.replace('%', '%%')}'")
+    _query(f'GRANT CREATE ON DATABASE "{database}" TO {role}')
+    yield role
+    backends.cleanup()  # its schemas first: the role owns them
+    backends.schemas.clear()
+    _query(f'REVOKE CREATE ON DATABASE "{database}" FROM {role}')
+    _query(f"DROP ROLE {role}")
+
+
+def _odd_urls(role: str, schema: str) -> list[str]:
+    from urllib.parse import quote, urlsplit
+
+    base = urlsplit(require_postgres())
+    where = f"{base.hostname}:{base.port or 5432}{base.path}"
+    return [
+        f"postgresql://{role}:{ODD_PASSWORD.replace('%', '%25').replace('/', '%2F').replace('@', '%40')}"
+        f"@{where}?schema={schema}",
+        f"postgresql://{role}:{quote(ODD_PASSWORD, safe='')}@{where}?schema={schema}",
+        f"postgresql://{role}@{where}?password={quote(ODD_PASSWORD, safe='')}&schema={schema}",
+    ]
+
+
+def _secret_forms() -> list[str]:
+    from urllib.parse import quote
+
+    return [ODD_PASSWORD, quote(ODD_PASSWORD, safe=""), "p#q", "r/s", "s@t", "s%40t", "t:u"]
+
+
+def test_a_password_with_url_delimiters_connects_and_is_never_shown(odd_role: str, backends: Backends) -> None:
+    schema = backends.new_schema()
+    for url in _odd_urls(odd_role, schema):
+        backends.urls.append(url)
+        store = openprogram.open_store(url)
+        assert isinstance(store, pg.PostgresStore) and store.schema == schema
+        store.write([("s1", "a", 1.0, 1.0)], [])
+        assert store._query("SELECT current_user", ()) == [(odd_role,)]
+        assert [s.session_id for s in store.list_sessions()] == ["s1"]
+        for text in (store.url, repr(store), describe_store(store), store._where(), repr(vars(store))):
+            assert not any(secret in text for secret in _secret_forms()), text
+        host, port = postgres_target()
+        for unreachable in (f"{host}:1", "nosuchhost.invalid"):  # nothing listens on port 1; no such host
+            failing = openprogram.open_store(url.replace(f"{host}:{port}", unreachable, 1))
+            backends.urls.append(url.replace(f"{host}:{port}", unreachable, 1))
+            with pytest.raises(StoreError) as caught:
+                failing.list_sessions()
+            assert unreachable in str(caught.value)
+            assert not any(secret in str(caught.value) for secret in _secret_forms()), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:p#q?r/s@t@127.0.0.1:5432/test",  # "/" and "@" unencoded: libpq reads a host "someone"
+        "postgresql://someone:p/q@127.0.0.1:5432/test",
+        "postgresql://some@one:pq@127.0.0.1:5432/test",
+    ],
+)
+def test_a_password_libpq_would_split_is_refused_without_showing_it(url: str) -> None:
+    with pytest.raises(StoreError, match="percent-encode") as caught:
+        openprogram.open_store(url)
+    assert not any(part in str(caught.value) for part in ("p#q", "r/s", "s@t", "p/q", "pq")), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pa#ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:pa?ss@h:5432/db?sslmode=require", "postgresql://u:***@h:5432/db?sslmode=require"),
+        ("postgresql://u:pa/ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:pa:ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u@h/db?password=pa#ss&sslmode=require", "postgresql://u@h/db?password=***&sslmode=require"),
+        ("postgresql://u@h/db?pass%77ord=pa%26ss", "postgresql://u@h/db?pass%77ord=***"),
+        ("postgresql://h:5432/db?application_name=a@b", "postgresql://h:5432/db?application_name=a@b"),
+    ],
+)
+def test_urls_are_masked_as_libpq_reads_them(url: str, shown: str) -> None:
+    assert safe_url(url) == shown
+
+
+@pytest.mark.parametrize("schema", ["information_schema", "pg_catalog", "pg_toast", "pg_temp_3", "PG_Catalog"])
+def test_postgresqls_own_schemas_are_refused(schema: str) -> None:
+    with pytest.raises(StoreError, match="PostgreSQL's own"):
+        openprogram.open_store(f"postgresql://someone@127.0.0.1:1/test?schema={schema}")
