@@ -9,9 +9,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._capture import content_captured, dumps
-from .._otlp import MAX_BATCH, Sender, require_otlp
+from .._otlp import MAX_BATCH, Sender, require_otlp, safe_endpoint
 from .._runtime import DidNotEnable, validate_session_id
-from ..stores import CallRecord, CallRow, SessionInfo, Store, describe_store, safe_url
+from ..stores import CallRecord, CallRow, SessionInfo, Store, describe_store
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -165,7 +165,7 @@ def export_command(
     progress.end()
     out.write(
         f"exported {len(sessions)} session{'s' if len(sessions) != 1 else ''} ({sent} spans) "
-        f"to {safe_url(sender.endpoint)}\n"
+        f"to {safe_endpoint(sender.endpoint)}\n"
     )
     if running:
         out.write(f"{running} calls still running were left out; export again once they end\n")

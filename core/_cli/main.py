@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -14,6 +13,8 @@ from .._recording import load_spill
 from .._runtime import InvalidSessionId, validate_session_id
 from ..stores import Store, StoredRow, StoreError, describe_store, open_store, safe_url
 from .demo import run_demo
+from .json_output import json_text
+from .printable import printable
 from .sessions import listed_sessions, write_json, write_jsonl, write_table
 from .tree import MAX_LINES, Tokens, render_tree, usage_of, when
 
@@ -32,10 +33,10 @@ def _stream_json(store: Store, session_id: str, out: TextIO) -> None:
             "updated_at": info.updated_at,
         }
     )
-    out.write('{"session": ' + json.dumps(head) + ', "calls": [')
+    out.write('{"session": ' + json_text(head) + ', "calls": [')
     first = True
     for call in store.iter_calls(session_id):
-        out.write(("\n" if first else ",\n") + json.dumps(call.to_dict()))
+        out.write(("\n" if first else ",\n") + json_text(call.to_dict()))
         first = False
     out.write("\n]}\n")
 
@@ -65,15 +66,16 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if args.jsonl:
         for call in store.iter_calls(session_id):
-            out.write(json.dumps(call.to_dict()) + "\n")
+            out.write(json_text(call.to_dict()) + "\n")
         return 0
     rows = [StoredRow._make(row) for row in store.iter_tree_rows(session_id)]
     used = sum(filter(None, map(usage_of, rows)), Tokens())
     usage = f"  {used.describe()}" if used.total else ""
-    out.write(
+    head = (
         f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls{usage}  "
-        f"created {when(info.created_at)}  updated {when(info.updated_at)}\n"
+        f"created {when(info.created_at)}  updated {when(info.updated_at)}"
     )
+    out.write(printable(head) + "\n")
     render_tree(rows, out, max_lines=args.max_lines, unfold=args.all)
     return 0
 
@@ -85,9 +87,15 @@ def _cmd_demo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    written = load_spill(args.file, store)
-    out.write(f"imported {written} records from {args.file} into {describe_store(store)}\n")
-    return 0
+    done = load_spill(args.file, store)
+    rejected = f"; {done.rejected} line{'s' * (done.rejected != 1)} rejected" if done.rejected else ""
+    out.write(f"imported {done.written} records from {printable(args.file)} into {describe_store(store)}{rejected}\n")
+    for reason in done.reasons:
+        sys.stderr.write(f"openprogram: {printable(reason)}\n")
+    if done.rejected > len(done.reasons):
+        more = done.rejected - len(done.reasons)
+        sys.stderr.write(f"openprogram: ... and {more} more line{'s' * (more != 1)} rejected\n")
+    return 1 if done.rejected else 0
 
 
 def _cmd_export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
@@ -180,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(p, "every call with its captures, streamed,")
     p = sub.add_parser("demo", parents=[common], help="run the offline demo agents and record them")
     p.add_argument("--session", metavar="SESSION_ID", help="continue this session (append a turn)")
-    p = sub.add_parser("import", parents=[common], help="load records spilled while a store was unavailable")
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="load records spilled while a store was unavailable (a line the writer could not have written is "
+        "skipped and reported, and the exit status is 1)",
+    )
     p.add_argument("file", metavar="SPILL_FILE", help="the spill file the warning named")
     p = sub.add_parser("export", parents=[common], help="send recorded sessions to a tracing backend")
     p = p.add_subparsers(dest="format", required=True, metavar="FORMAT").add_parser(
@@ -247,14 +260,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         store = open_store(store_url, strict=True)  # an unusable store is an error before the command runs
         return commands[args.command](store, args, out)
     except InvalidSessionId as exc:
-        sys.stderr.write(f"openprogram: {exc}\n")
+        sys.stderr.write(f"openprogram: {printable(str(exc))}\n")
         return 2
     except StoreError as exc:
-        sys.stderr.write(f"openprogram: {exc}\n")
+        sys.stderr.write(f"openprogram: {printable(str(exc))}\n")
         return 1
     except BrokenPipeError:
         return 0
     except OSError as exc:
         target = safe_url(store_url) if store_url else "the store"
-        sys.stderr.write(f"openprogram: {exc} ({target})\n")
+        sys.stderr.write(f"openprogram: {printable(str(exc))} ({target})\n")
         return 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from .._viewer import SessionTree
 from ..stores import Store
+from .json_output import json_text
+from .printable import printable
 from .tree import seconds, when
 
 __all__ = ["listed_sessions", "write_json", "write_jsonl", "write_table"]
@@ -34,7 +36,8 @@ def _root(entry: dict[str, Any]) -> str:
 
 
 def _duration(entry: dict[str, Any]) -> str:
-    return "-" if entry["duration"] is None else seconds(entry["duration"])
+    duration = entry["duration"]
+    return "-" if duration is None or not math.isfinite(duration) else seconds(duration)
 
 
 #: (heading, right-aligned, the cell of a session)
@@ -52,7 +55,7 @@ _COLUMNS: tuple[tuple[str, bool, Callable[[dict[str, Any]], str]], ...] = (
 
 def write_table(sessions: list[dict[str, Any]], out: TextIO) -> None:
     """One line per session; every column as wide as its widest cell (ids run to 48 characters and more)."""
-    cells = [[cell(entry) for _, _, cell in _COLUMNS] for entry in sessions]
+    cells = [[printable(cell(entry)) for _, _, cell in _COLUMNS] for entry in sessions]
     widths = [max([len(heading), *(len(row[n]) for row in cells)]) for n, (heading, _, _) in enumerate(_COLUMNS)]
     for row in [[heading for heading, _, _ in _COLUMNS], *cells]:
         padded = (
@@ -64,10 +67,10 @@ def write_table(sessions: list[dict[str, Any]], out: TextIO) -> None:
 
 def write_json(sessions: list[dict[str, Any]], out: TextIO) -> None:
     """A JSON list of the sessions."""
-    out.write(json.dumps(sessions, indent=1) + "\n")
+    out.write(json_text(sessions, indent=1) + "\n")
 
 
 def write_jsonl(sessions: list[dict[str, Any]], out: TextIO) -> None:
     """One JSON object per session, one per line."""
     for entry in sessions:
-        out.write(json.dumps(entry) + "\n")
+        out.write(json_text(entry) + "\n")

@@ -1,7 +1,9 @@
 """The call tree ``openprogram show`` draws, from stored rows.
 
 Turns and top-level runs are never folded; past the line limit the newest turns are
-drawn whole and the oldest left out, so the run just made is always on screen.
+drawn whole and the oldest left out, so the run just made is always on screen. Every call
+is drawn once, whatever its parents say (a call its own ancestor, from an import or a
+shared store, is drawn as a top-level call), and recorded text is escaped (see ``printable``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import math
 import re
 import sys
 import time
@@ -16,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, Protocol, TextIO
 
 from ..stores import tokens_of
+from .printable import printable
 
 __all__ = ["COLLAPSE_AFTER", "MAX_LINES", "NEVER_FOLDED", "Drawable", "Tokens", "render_tree", "usage_of", "when"]
 
@@ -37,12 +41,17 @@ _BARE_ERROR = re.compile(r"([\w.]+):?")
 
 
 def when(ts: float) -> str:
-    """A timestamp as local date and time, to the second."""
-    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    """A timestamp as local date and time, to the second (``?`` for a time no clock gives)."""
+    try:
+        return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError, TypeError):  # a row from another process may hold any number
+        return "?"
 
 
 def seconds(d: float) -> str:
-    """A duration, in ms below a second."""
+    """A duration, in ms below a second (``?`` for one that is not a finite number)."""
+    if not isinstance(d, (int, float)) or not math.isfinite(d):
+        return "?"
     return f"{d * 1000:.1f}ms" if d < 1 else f"{d:.2f}s"
 
 
@@ -132,7 +141,7 @@ class _Fold(NamedTuple):
 
     def text(self) -> str:
         note = f", {self.nested} nested calls" if self.nested else ""
-        return (
+        return printable(
             f"... {self.hidden} more {self.kind} {self.name} [{self.status}] ({self.total * 1000:.1f}ms in all{note})"
         )
 
@@ -150,58 +159,97 @@ def _weight(line: _Line) -> int:
 
 
 class _Tree:
+    """The calls as a forest: each drawn once, under the first row of its parent's id.
+
+    Calls are placed from the roots down, so parents that loop (a call its own ancestor, from an
+    import or a shared store) cannot make a walk endless: the first call of such a loop is drawn
+    as a top-level call. Everything is keyed by the row object (``id()``): ids may repeat.
+    """
+
     def __init__(self, calls: Iterable[Drawable]) -> None:
-        ordered = list(calls)
-        ids = {call.call_id for call in ordered}
-        self.children: dict[str | None, list[Drawable]] = {}
-        for call in ordered:
-            parent = call.parent_id if call.parent_id in ids else None
-            self.children.setdefault(parent, []).append(call)
-        self.roots = self.children.get(None, [])
+        self.ordered = list(calls)  # keeps the rows alive: their id() are the keys below
+        first: dict[str, Drawable] = {}
+        for call in self.ordered:
+            first.setdefault(call.call_id, call)
+        waiting: dict[str, list[Drawable]] = {}
+        roots: list[Drawable] = []
+        for call in self.ordered:
+            if call.parent_id in first:
+                waiting.setdefault(call.parent_id, []).append(call)
+            else:
+                roots.append(call)
+        self.children: dict[int, list[Drawable]] = {}
+        self.parent_of: dict[int, Drawable] = {}
+        placed: set[int] = set()
+
+        def place(root: Drawable) -> None:
+            placed.add(id(root))
+            todo = [root]
+            while todo:
+                call = todo.pop()
+                if first[call.call_id] is not call:
+                    continue  # a repeated id: its children go under the first row
+                kids = [kid for kid in waiting.get(call.call_id, ()) if id(kid) not in placed]
+                if kids:
+                    self.children[id(call)] = kids
+                    for kid in kids:
+                        placed.add(id(kid))
+                        self.parent_of[id(kid)] = call
+                    todo.extend(kids)
+
+        for root in roots:
+            place(root)
+        if len(placed) < len(self.ordered):  # calls whose parents loop
+            position = {id(call): n for n, call in enumerate(self.ordered)}
+            for call in self.ordered:
+                if id(call) not in placed:
+                    roots.append(call)
+                    place(call)
+            roots.sort(key=lambda call: position[id(call)])
+        self.roots = roots
         self.below = self._subtree_sizes()
-        self.tokens = self._tokens_by_call(ordered)
-        turns = [call.call_id for call in self.roots if call.kind == "turn"]
-        self.turn_number = {call_id: n for n, call_id in enumerate(turns, 1)}
+        self.tokens = self._tokens_by_call()
+        turns = [id(call) for call in self.roots if call.kind == "turn"]
+        self.turn_number = {key: n for n, key in enumerate(turns, 1)}
         self.turn_count = len(turns)
 
-    def _tokens_by_call(self, ordered: list[Drawable]) -> dict[str, Tokens]:
+    def _tokens_by_call(self) -> dict[int, Tokens]:
         """Each ``llm`` call's usage, and for every call the sum of the usage reported below it."""
-        totals: dict[str, Tokens] = {}
-        parents = {kid.call_id: parent for parent, kids in self.children.items() for kid in kids}
-        for call in ordered:
+        totals: dict[int, Tokens] = {}
+        for call in self.ordered:
             usage = usage_of(call)
             if usage is None:
                 continue
-            totals[call.call_id] = usage
-            parent = parents.get(call.call_id)
+            totals[id(call)] = usage
+            parent = self.parent_of.get(id(call))
             while parent is not None:  # a model call's usage counts for every call above it
-                totals[parent] = totals.get(parent, Tokens()) + usage
-                parent = parents.get(parent)
+                totals[id(parent)] = totals.get(id(parent), Tokens()) + usage
+                parent = self.parent_of.get(id(parent))
         return totals
 
-    def _subtree_sizes(self) -> dict[str, int]:
+    def _subtree_sizes(self) -> dict[int, int]:
         """Number of calls below each call, in one pass."""
-        order: list[str] = []
-        todo = [c.call_id for c in self.roots]
+        order: list[Drawable] = []
+        todo = list(self.roots)
         get_kids = self.children.get
         while todo:
-            call_id = todo.pop()
-            order.append(call_id)
-            todo.extend(k.call_id for k in get_kids(call_id, ()))
-        sizes: dict[str, int] = {}
-        for call_id in reversed(order):  # children before parents
-            kids = get_kids(call_id)
+            call = todo.pop()
+            order.append(call)
+            todo.extend(get_kids(id(call), ()))
+        sizes: dict[int, int] = {}
+        for call in reversed(order):  # children before parents
+            kids = get_kids(id(call))
             if kids:
-                sizes[call_id] = len(kids) + sum(sizes.get(k.call_id, 0) for k in kids)
+                sizes[id(call)] = len(kids) + sum(sizes.get(id(k), 0) for k in kids)
         return sizes
 
     def size(self, call: Drawable) -> int:
         """The call and every call below it."""
-        return 1 + self.below.get(call.call_id, 0)
+        return 1 + self.below.get(id(call), 0)
 
-    def groups(self, parent_id: str, unfold: bool) -> list[Drawable | _Fold]:
+    def groups(self, parent: Drawable, unfold: bool) -> list[Drawable | _Fold]:
         """A call's children as drawn: long runs of alike leaf-ish siblings folded, the newest kept."""
-        kids = self.children.get(parent_id, [])
+        kids = self.children.get(id(parent), [])
         if unfold:
             return list(kids)
         groups: list[Drawable | _Fold] = []
@@ -214,7 +262,7 @@ class _Tree:
             if j - i + 1 > COLLAPSE_AFTER and key[0] not in NEVER_FOLDED:
                 hidden = kids[i + 2 : j]
                 total = sum(c.duration or 0.0 for c in hidden)
-                nested = sum(self.below.get(c.call_id, 0) for c in hidden)
+                nested = sum(self.below.get(id(c), 0) for c in hidden)
                 groups.extend([kids[i], kids[i + 1], _Fold(*key, len(hidden), total, nested), kids[j]])
             else:
                 groups.extend(kids[i : j + 1])
@@ -229,7 +277,7 @@ class _Tree:
             yield line
             if isinstance(line.item, _Fold):
                 continue
-            groups = self.groups(line.item.call_id, unfold)
+            groups = self.groups(line.item, unfold)
             prefix = line.prefix + ("    " if line.last else "|   ")
             stack.extend(_Line(groups[n], prefix, n == len(groups) - 1) for n in range(len(groups) - 1, -1, -1))
 
@@ -251,19 +299,26 @@ class _Labeller:
         if call is not root:
             text = f"at {call.started_at - root.started_at:+.3f}s"
             return f"{text} · id {call.turn_id}" if call.kind == "turn" else text
-        number = self.tree.turn_number.get(call.call_id)
+        number = self.tree.turn_number.get(id(call))
         if number is None:
             return f"started {when(call.started_at)}"
         return f"turn {number} of {self.tree.turn_count} · {when(call.started_at)} · id {call.turn_id}"
 
     def label(self, call: Drawable, root: Drawable) -> str:
+        """The call's line, its recorded text escaped; a row whose fields are not of their types says so."""
+        try:
+            return printable(self._label(call, root))
+        except (TypeError, ValueError, OverflowError):  # a row another process wrote: a time that is text, ...
+            return printable(f"{call.kind} {call.name} [{call.status}]  (a row that cannot be read whole)")
+
+    def _label(self, call: Drawable, root: Drawable) -> str:
         fw = f" ({call.framework})" if call.framework else ""
         text = f"{call.kind} {call.name}{fw} [{call.status}] {self.duration(call)}  {self.where(call, root)}"
         attributes = _attributes(call)
         attempt = attributes.get("attempt") if attributes else None
         if isinstance(attempt, int) and not isinstance(attempt, bool):
             text += f"  attempt {attempt}"
-        tokens = self.tree.tokens.get(call.call_id) if call.kind in ("turn", "llm") else None
+        tokens = self.tree.tokens.get(id(call)) if call.kind in ("turn", "llm") else None
         if tokens is not None and (tokens.total or call.kind == "llm"):
             text += f"  {tokens.describe()}"
         effect = attributes.get("effect") if attributes and call.kind != "llm" else None

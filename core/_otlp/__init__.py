@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import live
 from .live import BATCH_DELAY, EXIT_SECONDS, export_choice, flush_export, set_export
 from .messages import DEFAULT_MAX_MESSAGES, ENV_MAX_MESSAGES
-from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, traces_endpoint
+from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, safe_endpoint, traces_endpoint
 
 if TYPE_CHECKING:
     from .spans import default_resource, span_id_of, spans_of, spans_of_calls, trace_id_of
@@ -33,6 +33,7 @@ __all__ = [
     "flush_export",
     "live",
     "require_otlp",
+    "safe_endpoint",
     "set_export",
     "span_id_of",
     "spans_of",

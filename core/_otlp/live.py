@@ -24,7 +24,7 @@ from .._capture import content_captured
 from .._recording import flush, on_calls_written
 from ..stores import CallRows, MessageRow, Store
 from .prompts import LivePrompts
-from .sender import MAX_BATCH, Sender, require_otlp
+from .sender import MAX_BATCH, Sender, require_otlp, safe_endpoint
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -300,7 +300,9 @@ class _LiveExport:
     def _recovered(self) -> None:
         if self._failing:
             sender = self._sender
-            logger.info("openprogram: exporting to %s again", sender.endpoint if sender else "the OTLP endpoint")
+            logger.info(
+                "openprogram: exporting to %s again", safe_endpoint(sender.endpoint) if sender else "the OTLP endpoint"
+            )
         self._failing = False
         self._backoff = 1.0
 

@@ -2,7 +2,8 @@
 
 The endpoint, headers and timeout come from the standard ``OTEL_EXPORTER_OTLP_*``
 variables unless an endpoint is given; a batch the backend does not take comes back
-as one sentence saying why, naming the endpoint and never a header value.
+as one sentence saying why, naming the endpoint (without its user, password or query
+string: tokens travel there) and never a header value.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._runtime import DidNotEnable
-from ..stores import safe_url
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -30,6 +30,7 @@ __all__ = [
     "Sender",
     "describe_failure",
     "require_otlp",
+    "safe_endpoint",
     "traces_endpoint",
 ]
 
@@ -44,6 +45,7 @@ _EXPORTER_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http._common",
     "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.common._internal",  # a value it cannot encode, with a traceback
 )
 
 
@@ -58,23 +60,52 @@ def require_otlp(what: str) -> None:
             raise DidNotEnable(f"{what} needs the OpenTelemetry OTLP/HTTP exporter: {INSTALL_HINT}")
 
 
+def safe_endpoint(endpoint: str) -> str:
+    """``endpoint`` as it may be printed: no user, password, query string or fragment (``?api_key=...``)."""
+    try:
+        parts = urllib.parse.urlsplit(endpoint)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: nothing of it is printed
+        return "the OTLP endpoint"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+def _scrubbed(text: str, endpoint: str) -> str:
+    """What the exporter said, without the endpoint's secrets (its query string and its values, its user info)."""
+    try:
+        parts = urllib.parse.urlsplit(endpoint)
+    except ValueError:
+        return text.replace(endpoint, safe_endpoint(endpoint))
+    userinfo = parts.netloc.rpartition("@")[0]
+    found = {parts.query, urllib.parse.unquote_plus(parts.query), parts.fragment, userinfo, *userinfo.split(":")}
+    found.update(value for _, value in urllib.parse.parse_qsl(parts.query))
+    for secret in sorted(filter(None, found), key=len, reverse=True):  # the longest first: a value is in the query
+        text = text.replace(secret, "***")
+    return text
+
+
 def traces_endpoint(endpoint: str | None = None) -> str:
     """Where spans go: ``endpoint`` (``/v1/traces`` added to a bare ``http://host:port``), else
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``,
-    else ``http://localhost:4318/v1/traces``."""
+    else ``http://localhost:4318/v1/traces``. A query string stays at the end."""
     if endpoint:
-        return endpoint.rstrip("/") + "/v1/traces" if _bare(endpoint) else endpoint
+        return _with_traces_path(endpoint, only_if_bare=True)
     traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     if traces:
         return traces
     base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    return base.rstrip("/") + "/v1/traces" if base else DEFAULT_ENDPOINT
+    return _with_traces_path(base, only_if_bare=False) if base else DEFAULT_ENDPOINT
 
 
-def _bare(url: str) -> bool:
-    """A URL with no path beyond ``/``."""
-    rest = url.split("://", 1)[-1]
-    return "/" not in rest.rstrip("/")
+def _with_traces_path(url: str, *, only_if_bare: bool) -> str:
+    """``url`` with ``/v1/traces`` added to its path (only to a path that is empty or ``/`` if ``only_if_bare``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url  # the exporter says what is wrong with it
+    path = parts.path.rstrip("/")
+    if only_if_bare and path:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(path=path + "/v1/traces"))
 
 
 class _ExporterLog(logging.Filter):
@@ -120,9 +151,10 @@ _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")\]]*")
 def describe_failure(endpoint: str, answer: tuple[int, str] | None, said: Sequence[str]) -> str:
     """One sentence on why ``endpoint`` did not take a batch: its last HTTP ``answer`` (status, reason), else
     what the exporter logged (``said``), else why it cannot be connected to."""
-    where = safe_url(endpoint)
+    where = safe_endpoint(endpoint)
+    said = [_scrubbed(text, endpoint) for text in said]
     if answer is not None and answer[0] >= 300:
-        reason = " ".join(answer[1].split())[:200]
+        reason = " ".join(_scrubbed(answer[1], endpoint).split())[:200]
         return f"the backend at {where} refused the spans (HTTP {answer[0]}{': ' + reason if reason else ''})"
     text = " ".join(said)
     unreachable = _ERRNO.search(text)

@@ -4,7 +4,10 @@ The ids come from the records — a trace id from the session and turn ids, a sp
 the call id — so a call exported twice is the same span, which a backend keeps once. Names
 and attributes follow the OpenTelemetry GenAI conventions (``chat {model}``,
 ``invoke_agent {name}``, ...), with the OpenInference attributes that Phoenix and Langfuse
-read for sessions, span kinds, models, tokens and messages (see :mod:`.messages`).
+read for sessions, span kinds, models, tokens and messages (see :mod:`.messages`). What
+protobuf cannot carry is made so it can: a lone surrogate is escaped (``\\ud800``), a number
+past 64 bits sent as text, a time no clock gives clamped; one such value would otherwise
+fail the whole batch it is in.
 
 Needs ``openprogram[otlp]``: only the OTLP export modules import this one.
 """
@@ -16,6 +19,7 @@ import hashlib
 import importlib.metadata
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -236,8 +240,8 @@ def _span(
     end = ended_at if ended_at is not None else max(latest.get(turn_id, started_at), started_at)
     events: list[Event] = []
     if status == "error":
-        state = Status(StatusCode.ERROR, error or "error")
-        failure = _exception(error)
+        state = Status(StatusCode.ERROR, _sendable(error or "error"))
+        failure = {key: _sendable(value) for key, value in _exception(error).items()}
         attrs["error.type"] = failure["exception.type"]
         events.append(Event("exception", failure, timestamp=_nanos(end)))
     elif status == "ok":
@@ -245,11 +249,11 @@ def _span(
     else:
         state = Status(StatusCode.UNSET)
     return ReadableSpan(
-        name=f"{operation} {target}",
+        name=_sendable(f"{operation} {target}"),
         context=SpanContext(trace_id, span_id_of(call_id), False, _SAMPLED),
         parent=parent,
         resource=resource,
-        attributes=attrs,
+        attributes={key: _sendable(value) for key, value in attrs.items()},
         events=events,
         kind=SpanKind.CLIENT if kind == "llm" else SpanKind.INTERNAL,
         status=state,
@@ -298,4 +302,25 @@ def _decoded(text: str | None) -> Any:
 
 
 def _nanos(seconds: float) -> int:
-    return int(seconds * 1_000_000_000)
+    """A time in nanoseconds as OTLP's fixed64 holds it (a time no clock gives, from another process's row: 0 or
+    the latest)."""
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        return 0
+    return min(int(seconds * 1e9) if seconds < _UINT64_MAX / 1e9 else _UINT64_MAX, _UINT64_MAX)
+
+
+_INT64 = 1 << 63
+_UINT64_MAX = (1 << 64) - 1
+
+
+def _sendable(value: Any) -> Any:
+    """An attribute value protobuf can encode: text with its lone surrogates escaped, an int past 64 bits as text."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")  # as the writer escapes stored text
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_sendable(item) for item in value]
+    return value

@@ -34,7 +34,7 @@ from .record import (
     register_control_flow,
     status_of,
 )
-from .spill import load_spill
+from .spill import SpillImport, append_spill, load_spill
 from .writer import (
     discard_store,
     enqueue,
@@ -57,6 +57,8 @@ __all__ = [
     "NAMES",
     "SESSION",
     "SessionHandle",
+    "SpillImport",
+    "append_spill",
     "begin_call",
     "call_var",
     "current_call_id",

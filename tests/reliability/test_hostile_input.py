@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import string
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import openprogram
@@ -285,3 +287,68 @@ def test_one_huge_int_does_not_lose_the_other_arguments() -> None:
     captured = capture({"n": 10**5000, "query": "kept"})
     assert captured["query"] == "kept"
     assert "bits" in captured["n"]
+
+
+# --- spill files --------------------------------------------------------------------------------
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.just(2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    odd_text,
+    st.sampled_from(["ok", "running", "llm", "turn", "s1", "c1", "{not json", '{"usage": {"input_tokens": 1e999}}']),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(odd_text, inner, max_size=4)),
+    max_leaves=12,
+)
+GOOD_CALL = ["c1", "s1", "t1", None, "tool", "step", None, "ok", '{"i":1}', "1", None, None, 1.7e9, 1.7e9 + 1, "o"]
+
+
+@st.composite
+def spill_lines(draw: st.DrawFn) -> str:
+    """A spill line: a record of the writer's with some fields replaced by anything JSON can hold, or garbage."""
+    kind = draw(st.sampled_from(["call", "session", "alias", "message", "garbage"]))
+    if kind == "garbage":
+        return draw(st.one_of(odd_text, st.just("[" * 5000), st.just('{"call": "' + "x" * 100_000)))
+    row: list[Any] = {
+        "call": list(GOOD_CALL),
+        "session": ["s1", "main", 1.7e9, 1.7e9 + 1],
+        "alias": ["ns", "key", "s1", 1.7e9],
+        "message": ["s1", "m1", '{"role":"user"}'],
+    }[kind]
+    for _ in range(draw(st.integers(min_value=0, max_value=3))):
+        row[draw(st.integers(min_value=0, max_value=len(row) - 1))] = draw(json_value)
+    if draw(st.booleans()):
+        row[0] = draw(st.sampled_from(["c1", "c2", "s1"]))
+        if kind == "call":
+            row[3] = draw(st.sampled_from([None, "c1", "c2"]))  # parents that may loop
+    return json.dumps({kind: row}, allow_nan=True)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(spill_lines(), max_size=8))
+def test_import_of_any_spill_file_answers_and_what_it_imports_sessions_and_show_read(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        spill = Path(folder) / "spill.jsonl"
+        spill.write_text("\n".join(lines) + "\n", errors="surrogatepass")
+        url = f"sqlite:///{folder}/target.db"
+        assert cli_main(["--store", url, "import", str(spill)], out=io.StringIO()) in (0, 1)
+        store = openprogram.open_store(url)
+        for info in store.list_sessions():
+            out = io.StringIO()
+            assert cli_main(["--store", url, "show", info.session_id], out=out) == 0
+            assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
+            assert cli_main(["--store", url, "show", info.session_id, "--json"], out=out) == 0
+        assert cli_main(["--store", url, "sessions"], out=io.StringIO()) == 0
+        json.loads(_sessions_json(url))
+        store.close()
+
+
+def _sessions_json(url: str) -> str:
+    out = io.StringIO()
+    assert cli_main(["--store", url, "sessions", "--json"], out=out) == 0
+    return out.getvalue()
