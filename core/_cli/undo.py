@@ -2,7 +2,8 @@
 
 The modules named by ``--import`` declare the compensations (they are imported as the program
 that recorded the session imports them). The plan is printed before anything runs, and the
-undo asks for confirmation unless ``--yes`` is given.
+undo asks for confirmation unless ``--yes`` is given; then exactly the effects printed are
+undone. Recorded text is printed escaped (:func:`printable`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import sys
 from typing import TextIO
 
 from .._runtime import UndoError, validate_session_id
-from .._undo import Effect, compensation_for, describe_effect, undo
+from .._undo import Effect, compensation_for, describe_effect, run_plan, undo
 from ..stores import Store, describe_store
+from .printable import printable
 
 __all__ = ["run"]
 
@@ -26,11 +28,18 @@ def _short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_FILE_ACTIONS = {
+    "absent": "remove it (it did not exist)",
+    "directory": "restore the directory whole (what was created in it is removed)",
+}
+
+
 def _line(effect: Effect) -> str:
     text = describe_effect(effect)
+    if effect.refused:
+        return f"{text}  REFUSED: {effect.refused}"
     if effect.kind == "file":
-        meta = effect.inputs if isinstance(effect.inputs, dict) else {}
-        text += "  restore it" if meta.get("type") != "absent" else "  remove it (it did not exist)"
+        text += "  " + _FILE_ACTIONS.get(effect.inputs["type"], "restore it")
     else:
         text += f"  inputs {_short(effect.inputs)}"
         if effect.state == "applied":
@@ -72,25 +81,25 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if plan.running:
         out.write(
             f"{len(plan.running)} effect(s) of calls still running are not planned: "
-            f"{', '.join(describe_effect(e) for e in plan.running)}\n"
+            f"{printable(', '.join(describe_effect(e) for e in plan.running))}\n"
         )
     if not plan:
         out.write(f"nothing to undo in {scope} of session {session_id}\n")
         return 0
     out.write(f"undo plan for {scope} of session {session_id}: {len(plan)} effect(s), newest first\n")
     for n, effect in enumerate(plan, 1):
-        out.write(f"  {n}. {_line(effect)}\n")
+        out.write(f"  {n}. {printable(_line(effect))}\n")
     if args.dry_run:
         return 0
     if not args.yes and not _confirm(len(plan), out):
         out.write("nothing was undone\n")
         return 1
     try:
-        done = undo(session_id, args.turn_id, unknown=args.unknown, store=store)
+        done = run_plan(store, plan, args.unknown)  # the effects printed, not whatever is planned by now
     except UndoError as exc:
         if exc.done:
             out.write(f"undid {len(exc.done)} effect(s) before stopping\n")
-        sys.stderr.write(f"openprogram: undo stopped: {exc}\n")
+        sys.stderr.write(f"openprogram: undo stopped: {printable(str(exc))}\n")
         return 1
     if not done:
         out.write("nothing was undone\n")

@@ -28,6 +28,7 @@ from .._capture import capture_json
 from .._recording import call_var, session_var, status_of
 from .._runtime import as_text, process_owner
 from ..stores import EffectOutcome, EffectRow, Store, on_read
+from .signing import column_text, key_path, refusal, sealed, sealed_output
 
 __all__ = [
     "Effect",
@@ -53,7 +54,8 @@ class Effect:
     applied once. ``state`` is ``applied``, or ``unknown`` when the call's process died (or
     the call was interrupted) mid-call, so ``output`` is missing and the effect may or may
     not have happened. ``kind`` is ``tool`` (undone by the tool's compensation) or ``file``
-    (a :func:`openprogram.file_effect` snapshot, restored by openprogram).
+    (a :func:`openprogram.file_effect` snapshot, restored by openprogram). ``refused`` says why
+    undo will not act on it (its journal row was not signed in this ``$OPENPROGRAM_HOME``), else None.
     """
 
     call_id: str
@@ -68,6 +70,7 @@ class Effect:
     framework: str | None = None
     started_at: float = 0.0
     effect_id: str = ""
+    refused: str | None = None
 
     @property
     def outcome_unknown(self) -> bool:
@@ -76,12 +79,18 @@ class Effect:
 
     @classmethod
     def from_row(cls, row: EffectRow, state: str | None = None) -> Effect:
-        """The effect a journal row holds (``state`` as resolved by the reader, else the row's)."""
+        """The effect a journal row holds (``state`` as resolved by the reader, else the row's), ``refused``
+        unless its signature is this home's."""
+        refused = refusal(row)
+        try:
+            inputs, output = _loads(column_text(row[8], "inputs")), _loads(column_text(row[9], "output"))
+        except ValueError:
+            inputs, output, refused = None, None, refused or "its inputs or output are not JSON"
         return cls(
             call_id=row[1],
             name=row[5],
-            inputs=_loads(row[8]),
-            output=_loads(row[9]),
+            inputs=inputs,
+            output=output,
             idempotency_key=idempotency_key(row[0]),
             session_id=row[2],
             turn_id=row[3],
@@ -90,6 +99,7 @@ class Effect:
             framework=row[6],
             started_at=row[10],
             effect_id=row[0],
+            refused=refused,
         )
 
 
@@ -99,7 +109,10 @@ def idempotency_key(effect_id: str) -> str:
 
 
 def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    try:
+        return None if text is None else json.loads(text)
+    except RecursionError as exc:  # nested past what the parser takes: unusable, as bad JSON is
+        raise ValueError("nested too deep") from exc
 
 
 compensating: ContextVar[bool] = ContextVar("openprogram.compensating", default=False)
@@ -116,7 +129,8 @@ _warned_lock = threading.Lock()
 
 
 def pending_row(kind: str, name: str, inputs_json: Callable[[], str], effect_id: str | None = None) -> EffectRow | None:
-    """The ``pending`` row of an effect of the call now running, or None outside a session or in a compensation.
+    """The signed ``pending`` row of an effect of the call now running, or None outside a session, in a
+    compensation, or when the undo key is unusable (warned once: the call runs, it cannot be undone).
 
     Read in the caller's context (the current session and call); ``inputs_json()`` only when there is a row.
     """
@@ -124,7 +138,7 @@ def pending_row(kind: str, name: str, inputs_json: Callable[[], str], effect_id:
     if handle is None or compensating.get():
         return None
     call_id = as_text(call_var.get()) or handle.root_call_id
-    return (
+    row: EffectRow = (
         effect_id or call_id,
         call_id,
         handle.session_id,
@@ -143,6 +157,16 @@ def pending_row(kind: str, name: str, inputs_json: Callable[[], str], effect_id:
         None,
         None,
     )
+    try:
+        return sealed(row)
+    except OSError as exc:
+        _warn(
+            handle.store,
+            "key",
+            f"cannot sign the effect of {name!r} with the undo key {key_path()} ({exc}); the call runs, but it "
+            "cannot be undone",
+        )
+        return None
 
 
 def write_pending(store: Store, row: EffectRow) -> Pending | None:
@@ -179,11 +203,18 @@ def settle(pending: Pending, exc: BaseException | None, output: Any = None) -> N
     store, effect_id = pending
     outcome = "ok" if exc is None or isinstance(exc, GeneratorExit) else status_of(exc)
     if outcome == "ok":
-        _outcomes.put(store, (effect_id, "applied", capture_json(output), time.time()))
+        _outcomes.put(store, (effect_id, "applied", _signed_output(effect_id, capture_json(output)), time.time()))
     elif outcome == "interrupted":
         _outcomes.put(store, (effect_id, "unknown", None, time.time()))
     else:
         _outcomes.put(store, (effect_id, None, None, time.time()))
+
+
+def _signed_output(effect_id: str, output: str) -> str:
+    try:
+        return sealed_output(effect_id, output)
+    except OSError:  # the key went away since the effect was signed: undo will refuse it as unsigned
+        return output
 
 
 OUTCOMES_INTERVAL = 0.05

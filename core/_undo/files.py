@@ -4,7 +4,9 @@ Inside a session, entering ``file_effect(path)`` copies what is at ``path`` now 
 symbolic link, a directory tree, or nothing — into ``$OPENPROGRAM_HOME/snapshots/<session id>/``
 (directories ``0700``, files ``0600``), then journals a ``file`` effect of the current call.
 Undoing it puts the snapshot back (or removes what was created) and deletes the snapshot.
-A block that raises having changed nothing leaves no effect.
+A block that raises having changed nothing leaves no effect. The path is recorded with the
+links above it resolved and the identity of its directory; undo acts only in that directory,
+reached without following links, and reads snapshots only from the session's own folder.
 
 Snapshots are bounded: one ``file_effect`` copies at most :func:`snapshot_limit` bytes
 (``OPENPROGRAM_UNDO_SNAPSHOT_LIMIT``, default 64 MiB) and all snapshots together take at
@@ -19,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import stat
@@ -27,16 +30,26 @@ from types import TracebackType
 from typing import Any
 
 from .._recording import session_var
-from .._runtime import new_call_id
+from .._runtime import new_call_id, validate_session_id
 from ..stores import openprogram_home
 from .effects import Effect, Pending, compensating, pending_row, settle, write_pending
 
-__all__ = ["file_effect", "forget_snapshot", "restore", "snapshot_directory", "snapshot_limit", "snapshots_limit"]
+__all__ = [
+    "RefusedRestore",
+    "file_effect",
+    "forget_snapshot",
+    "restore",
+    "snapshot_directory",
+    "snapshot_limit",
+    "snapshots_limit",
+]
 
 logger = logging.getLogger("openprogram")
 
 _CHUNK = 1 << 20
 _MANIFEST = "manifest.json"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where restores are refused
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def snapshot_directory() -> Path:
@@ -80,36 +93,37 @@ class file_effect:
         self.path = Path(os.path.abspath(os.fspath(path)))
         self._pending: Pending | None = None
         self._meta: dict[str, Any] | None = None
+        self._snapshot: Path | None = None
 
     def __enter__(self) -> Path:
         handle = session_var.get()
         if handle is None or compensating.get():
             return self.path
         effect_id = new_call_id()
-        home = snapshot_directory() / handle.session_id
+        target = snapshot_directory() / handle.session_id / effect_id
         try:
-            meta = _snapshot(self.path, home, effect_id)
+            meta = _snapshot(_resolved(self.path), target)
         except (OSError, _TooBig) as exc:
             logger.warning("openprogram: cannot snapshot %s (%s); this change cannot be undone", self.path, exc)
             return self.path
-        row = pending_row("file", f"file {self.path}", lambda: json.dumps(meta), effect_id)
+        row = pending_row("file", f"file {meta['path']}", lambda: json.dumps(meta), effect_id)
         pending = None if row is None else write_pending(handle.store, row)
         if pending is None:
-            _remove_snapshot(meta)
+            _remove_snapshot(target)
             return self.path
-        self._pending, self._meta = pending, meta
+        self._pending, self._meta, self._snapshot = pending, meta, target
         return self.path
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        pending, meta = self._pending, self._meta
-        self._pending = self._meta = None
-        if pending is None or meta is None:
+        pending, meta, target = self._pending, self._meta, self._snapshot
+        self._pending = self._meta = self._snapshot = None
+        if pending is None or meta is None or target is None:
             return
         if exc is not None and _unchanged(self.path, meta):
             store, effect_id = pending
             try:
                 if store.drop_effect(effect_id, "pending"):
-                    _remove_snapshot(meta)
+                    _remove_snapshot(target)
             except Exception as error:  # it stays pending; undoing it would restore what is there
                 logger.warning("openprogram: cannot drop the unchanged file effect of %s (%s)", self.path, error)
             return
@@ -125,15 +139,18 @@ def _private_directory(path: Path) -> None:
 
 
 def _copy(source: Path, target: Path) -> str:
-    """Copy a regular file into a new private file, durably; return its SHA-256."""
+    """Copy a regular file (not a link swapped in for it) into a new private file, durably; return its SHA-256."""
     digest = hashlib.sha256()
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
-        while chunk := src.read(_CHUNK):
-            digest.update(chunk)
-            out.write(chunk)
-        out.flush()
-        os.fsync(out.fileno())
+    with os.fdopen(os.open(source, os.O_RDONLY | _NOFOLLOW), "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            raise _TooBig(f"{source} is no longer a regular file")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
     return digest.hexdigest()
 
 
@@ -183,9 +200,32 @@ def _listed(root: Path, directory: str, dirs: list[str], files: list[str]) -> li
     return out
 
 
-def _snapshot(path: Path, home: Path, effect_id: str) -> dict[str, Any]:
-    """Copy what is at ``path`` into ``home``; return what restoring it needs."""
-    meta: dict[str, Any] = {"path": str(path), "host": socket.gethostname()}
+def _resolved(path: Path) -> Path:
+    """``path`` in its directory with every symbolic link above it resolved (``path`` itself is not followed)."""
+    if not path.name:
+        raise _TooBig("it is a file system's root")
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def _anchor(path: Path) -> dict[str, Any]:
+    """The nearest directory above ``path`` that exists: how many levels above its parent, and its identity
+    (undo acts only in that same directory)."""
+    for depth, directory in enumerate(path.parents):
+        try:
+            fd = os.open(directory, _DIRECTORY)
+        except FileNotFoundError:
+            continue
+        try:
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return {"depth": depth, "dev": info.st_dev, "ino": info.st_ino}
+    raise _TooBig("none of the directories above it exists")
+
+
+def _snapshot(path: Path, target: Path) -> dict[str, Any]:
+    """Copy what is at ``path`` to ``target``; return what restoring it needs."""
+    meta: dict[str, Any] = {"path": str(path), "host": socket.gethostname(), "anchor": _anchor(path)}
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -209,8 +249,7 @@ def _snapshot(path: Path, home: Path, effect_id: str) -> dict[str, Any]:
     if _used(root) + size > snapshots_limit():
         raise _TooBig(f"snapshots under {root} would pass {snapshots_limit()} bytes (OPENPROGRAM_UNDO_SNAPSHOTS_LIMIT)")
     _private_directory(root)
-    _private_directory(home)
-    target = home / effect_id
+    _private_directory(target.parent)
     meta["snapshot"] = str(target)
     if not entries and stat.S_ISREG(info.st_mode):
         meta.update(type="file", size=size, sha256=_copy(path, target))
@@ -222,9 +261,11 @@ def _snapshot(path: Path, home: Path, effect_id: str) -> dict[str, Any]:
             if entry["type"] == "file":
                 entry["copy"] = str(n)
                 entry["sha256"] = _copy(path / entry["path"], target / str(n))
-        fd = os.open(target / _MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(entries, out)
+        manifest = json.dumps(entries).encode()
+        meta["manifest_sha256"] = hashlib.sha256(manifest).hexdigest()
+        fd = os.open(target / _MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(manifest)
             out.flush()
             os.fsync(out.fileno())
     except BaseException:
@@ -263,12 +304,8 @@ def _manifest(meta: dict[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
-def _remove_snapshot(meta: dict[str, Any]) -> None:
-    snapshot = meta.get("snapshot")
-    if not snapshot:
-        return
-    target = Path(snapshot)
-    if target.is_dir():
+def _remove_snapshot(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
         shutil.rmtree(target, ignore_errors=True)
     else:
         target.unlink(missing_ok=True)
@@ -278,80 +315,238 @@ def _remove_snapshot(meta: dict[str, Any]) -> None:
         pass
 
 
-# --- restoring -------------------------------------------------------------------------------
+# --- restoring ---------------------------------------------------------------------------
+#
+# Undo acts only inside the directory it snapshotted: it opens that directory, checks it is the same
+# one (device and inode), and works from its file descriptor with no-follow opens. A symbolic link
+# swapped in for a directory since the snapshot makes undo refuse, having written nothing.
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif os.path.lexists(path):
-        path.unlink()
+class RefusedRestore(OSError):
+    """Undo refuses to restore a file effect: what is on disk (or in the row) is not what was snapshotted."""
 
 
-def _put_file(path: Path, copy: Path, mode: int, sha256: str) -> None:
-    """Replace ``path`` with the snapshot's copy, atomically (a new file renamed over it)."""
-    if _sha256(copy) != sha256:
-        raise OSError(f"the snapshot {copy} of {path} is damaged (its SHA-256 changed)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    temporary = path.with_name(f".{path.name}.openprogram-undo-{os.getpid()}")
-    shutil.copyfile(copy, temporary)
-    os.chmod(temporary, mode)
-    with open(temporary, "rb") as written:
-        os.fsync(written.fileno())
-    os.replace(temporary, path)
+def _snapshot_of(effect: Effect) -> Path:
+    """The effect's snapshot, in its session's own snapshot folder, whatever its row says."""
+    session_id = validate_session_id(effect.session_id)
+    effect_id = validate_session_id(effect.effect_id, what="effect id")
+    return snapshot_directory() / session_id / effect_id
 
 
-def _put_tree(path: Path, meta: dict[str, Any]) -> None:
-    entries = _manifest(meta)
-    kept = {e["path"] for e in entries}
-    if os.path.lexists(path) and not (path.is_dir() and not path.is_symlink()):
-        path.unlink()
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, meta["mode"])
-    for found in reversed(_entries(path)):  # children before their directories
-        if found["path"] not in kept:
-            _remove(path / found["path"])
-    copies = Path(meta["snapshot"])
-    for entry in entries:
-        target = path / entry["path"]
-        if entry["type"] == "directory":
-            if os.path.lexists(target) and not (target.is_dir() and not target.is_symlink()):
-                target.unlink()
-            target.mkdir(exist_ok=True)
-            os.chmod(target, entry["mode"])
-        elif entry["type"] == "link":
-            _remove(target)
-            os.symlink(entry["target"], target)
-        elif not (target.is_file() and not target.is_symlink() and _sha256(target) == entry["sha256"]):
-            _put_file(target, copies / entry["copy"], entry["mode"], entry["sha256"])
-        else:
-            os.chmod(target, entry["mode"])
+def _opened_parent(path: Path, anchor: dict[str, Any], create: bool) -> int | None:
+    """A descriptor of ``path``'s directory, reached from the directory identified when the snapshot was
+    taken (``anchor``: its device, inode and depth above the parent) by no-follow opens; None when a
+    directory below the anchor is gone and ``create`` is false. Raises :class:`RefusedRestore`."""
+    depth = int(anchor["depth"])
+    if not 0 <= depth < len(path.parents):
+        raise RefusedRestore(f"the snapshot of {path} names no directory above it")
+    top = path.parents[depth]
+    try:
+        fd = os.open(top, _DIRECTORY)
+    except FileNotFoundError as exc:
+        raise RefusedRestore(f"{top}, the directory snapshotted, no longer exists; nothing was written") from exc
+    except OSError as exc:
+        raise RefusedRestore(
+            f"{top} is not the directory snapshotted (a symbolic link or a file replaced it); nothing was written"
+        ) from exc
+    try:
+        found = os.fstat(fd)
+        if (found.st_dev, found.st_ino) != (anchor["dev"], anchor["ino"]):
+            raise RefusedRestore(
+                f"{top} is not the directory snapshotted (it was replaced or moved since); nothing was written"
+            )
+        for name in path.parent.parts[len(top.parts) :]:
+            try:
+                child = os.open(name, _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    os.close(fd)
+                    return None
+                os.mkdir(name, 0o777, dir_fd=fd)
+                child = os.open(name, _DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                raise RefusedRestore(
+                    f"{top.joinpath(name)} is no longer a directory (a symbolic link or a file replaced it); "
+                    "nothing was written"
+                ) from exc
+            os.close(fd)
+            fd, top = child, top / name
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _kind_at(directory: int, name: str) -> int | None:
+    try:
+        return os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _remove_at(directory: int, name: str) -> bool:
+    """Remove ``name`` in ``directory`` (a whole tree, links not followed); whether there was one."""
+    mode = _kind_at(directory, name)
+    if mode is None:
+        return False
+    if stat.S_ISDIR(mode):
+        fd = os.open(name, _DIRECTORY, dir_fd=directory)
+        try:
+            with os.scandir(fd) as found:
+                names = [entry.name for entry in found]
+            for child in names:
+                _remove_at(fd, child)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=directory)
+    else:
+        os.unlink(name, dir_fd=directory)
+    return True
+
+
+def _open_new(directory: int) -> tuple[int, str]:
+    """A new file with a random name in ``directory``, created exclusively (a name planted there is not used)."""
+    for _ in range(100):
+        name = f".openprogram-undo-{secrets.token_hex(12)}"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=directory), name
+        except FileExistsError:
+            continue
+    raise FileExistsError("cannot create a temporary file for the restore")
+
+
+def _put_file(directory: int, name: str, copy: Path, mode: int, sha256: str) -> None:
+    """Replace ``name`` with the snapshot's copy, atomically (a new file renamed over it)."""
+    fd, temporary = _open_new(directory)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, os.fdopen(os.open(copy, os.O_RDONLY | _NOFOLLOW), "rb") as src:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        if digest.hexdigest() != sha256:
+            raise OSError(f"the snapshot {copy} is damaged (its SHA-256 changed)")
+        existing = _kind_at(directory, name)
+        if existing is not None and stat.S_ISDIR(existing):
+            _remove_at(directory, name)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=directory)
+        except OSError:
+            pass
+        raise
+
+
+def _same_file(directory: int, name: str, sha256: str) -> bool:
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=directory)
+    except OSError:
+        return False
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            return False
+        while chunk := src.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest() == sha256
+
+
+def _put_directory(directory: int, name: str, mode: int, children: dict[str, list[dict[str, Any]]], at: str) -> None:
+    """Make ``name`` hold what the manifest lists under ``at`` (``children``: entries by their directory)."""
+    existing = _kind_at(directory, name)
+    if existing is not None and not stat.S_ISDIR(existing):
+        os.unlink(name, dir_fd=directory)
+        existing = None
+    if existing is None:
+        os.mkdir(name, 0o700, dir_fd=directory)
+    fd = os.open(name, _DIRECTORY, dir_fd=directory)
+    try:
+        wanted = {entry["name"]: entry for entry in children.get(at, [])}
+        with os.scandir(fd) as found:
+            extra = [entry.name for entry in found if entry.name not in wanted]
+        for child in extra:
+            _remove_at(fd, child)
+        for child, entry in wanted.items():
+            if entry["type"] == "directory":
+                _put_directory(fd, child, entry["mode"], children, entry["path"])
+            elif entry["type"] == "link":
+                _remove_at(fd, child)
+                os.symlink(entry["target"], child, dir_fd=fd)
+            elif _same_file(fd, child, entry["sha256"]):
+                _chmod_at(fd, child, entry["mode"])
+            else:
+                _put_file(fd, child, entry["copy"], entry["mode"], entry["sha256"])
+        os.fchmod(fd, mode)  # last: a read-only directory is filled first
+    finally:
+        os.close(fd)
+
+
+def _chmod_at(directory: int, name: str, mode: int) -> None:
+    fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=directory)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _tree(meta: dict[str, Any], snapshot: Path) -> dict[str, list[dict[str, Any]]]:
+    """The snapshot's manifest, checked against the signed digest, as entries by their directory ('' the top)."""
+    with os.fdopen(os.open(snapshot / _MANIFEST, os.O_RDONLY | _NOFOLLOW), "rb") as src:
+        text = src.read()
+    if hashlib.sha256(text).hexdigest() != meta["manifest_sha256"]:
+        raise RefusedRestore(f"the snapshot {snapshot} was changed since it was taken")
+    children: dict[str, list[dict[str, Any]]] = {}
+    for entry in json.loads(text):
+        parent, _, name = entry["path"].rpartition("/")
+        if name in ("", ".", "..") or "\0" in name:
+            raise RefusedRestore(f"the snapshot {snapshot} lists a bad path {entry['path']!r}")
+        if entry["type"] == "file":
+            entry["copy"] = snapshot / str(int(entry["copy"]))
+        children.setdefault(parent, []).append(dict(entry, name=name))
+    return children
 
 
 def restore(effect: Effect) -> dict[str, Any]:
-    """The compensation of a ``file`` effect: put back what its snapshot holds; returns what was done."""
+    """The compensation of a ``file`` effect: put back what its snapshot holds; returns what was done.
+
+    Raises :class:`RefusedRestore`, having written nothing, when the directory snapshotted was replaced
+    (by a symbolic link, say) or the snapshot is not in the session's snapshot folder.
+    """
+    if effect.refused:
+        raise RefusedRestore(f"undo refuses {effect.name!r}: {effect.refused}")
     meta: dict[str, Any] = effect.inputs
     path = Path(meta["path"])
     if meta.get("host") != socket.gethostname():
-        raise OSError(f"the snapshot of {path} is on host {meta.get('host')!r}: undo this session there")
+        raise RefusedRestore(f"the snapshot of {path} is on host {meta.get('host')!r}: undo this session there")
+    if os.open not in os.supports_dir_fd:
+        raise RefusedRestore(f"cannot restore {path} safely on this platform (no directory file descriptors)")
+    snapshot = _snapshot_of(effect)
+    if meta.get("snapshot", str(snapshot)) != str(snapshot):
+        raise RefusedRestore(f"the snapshot of {path} is not in its session's snapshot folder {snapshot.parent}")
     kind = meta["type"]
-    if kind == "absent":
-        existed = os.path.lexists(path)
-        _remove(path)
-        return {"path": str(path), "removed": existed}
-    if kind == "link":
-        _remove(path)
-        os.symlink(meta["target"], path)
-    elif kind == "file":
-        _put_file(path, Path(meta["snapshot"]), meta["mode"], meta["sha256"])
-    else:
-        _put_tree(path, meta)
+    directory = _opened_parent(path, meta["anchor"], create=kind != "absent")
+    if directory is None:
+        return {"path": str(path), "removed": False}
+    try:
+        if kind == "absent":
+            return {"path": str(path), "removed": _remove_at(directory, path.name)}
+        if kind == "link":
+            _remove_at(directory, path.name)
+            os.symlink(meta["target"], path.name, dir_fd=directory)
+        elif kind == "file":
+            _put_file(directory, path.name, snapshot, meta["mode"], meta["sha256"])
+        else:
+            _put_directory(directory, path.name, meta["mode"], _tree(meta, snapshot), "")
+        os.fsync(directory)
+    finally:
+        os.close(directory)
     return {"path": str(path), "restored": kind}
 
 
 def forget_snapshot(effect: Effect) -> None:
     """Delete an undone file effect's snapshot (it has been put back)."""
-    if isinstance(effect.inputs, dict):
-        _remove_snapshot(effect.inputs)
+    _remove_snapshot(_snapshot_of(effect))

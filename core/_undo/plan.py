@@ -17,6 +17,7 @@ from .._runtime import process_owner
 from ..stores import CallRecord, EffectRow, Store, effect_state, owner_alive
 from .compensations import derived_names
 from .effects import Effect
+from .signing import sealed
 
 __all__ = ["Planned", "UndoPlan", "plan_effects"]
 
@@ -81,25 +82,27 @@ class UndoPlan(Sequence[Effect]):
 
 
 def _effect_of_call(call: CallRecord, state: str) -> Planned:
-    row: EffectRow = (
-        call.call_id,
-        call.call_id,
-        call.session_id,
-        call.turn_id,
-        "tool",
-        call.name,
-        call.framework,
-        state,
-        json.dumps(call.inputs),
-        json.dumps(call.output) if state == "applied" else None,
-        call.started_at,
-        call.ended_at,
-        process_owner(),
-        None,
-        None,
-        None,
-        None,
-    )
+    row: EffectRow = sealed(
+        (
+            call.call_id,
+            call.call_id,
+            call.session_id,
+            call.turn_id,
+            "tool",
+            call.name,
+            call.framework,
+            state,
+            json.dumps(call.inputs),
+            json.dumps(call.output) if state == "applied" else None,
+            call.started_at,
+            call.ended_at,
+            process_owner(),
+            None,
+            None,
+            None,
+            None,
+        )
+    )  # signed: once journaled by the claim, a later undo reads it as this home's
     return Planned(Effect.from_row(row), state, None, row)
 
 

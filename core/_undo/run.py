@@ -27,11 +27,20 @@ from .._sessions import session_context
 from ..stores import Store, open_store
 from .compensations import compensation_for, register_undo
 from .effects import Effect, compensating
-from .files import file_effect, forget_snapshot, restore
+from .files import RefusedRestore, file_effect, forget_snapshot, restore
 from .plan import Planned, UndoPlan, plan_effects
 
 # The public undo API is exported from here: what declares, journals, plans and runs it.
-__all__ = ["UNDO_AGENT", "Effect", "UndoPlan", "describe_effect", "file_effect", "register_undo", "undo"]
+__all__ = [
+    "UNDO_AGENT",
+    "Effect",
+    "UndoPlan",
+    "describe_effect",
+    "file_effect",
+    "register_undo",
+    "run_plan",
+    "undo",
+]
 
 UNDO_AGENT = "undo"
 """The agent of the turns undo records its compensations in."""
@@ -40,15 +49,18 @@ _UNKNOWN = ("stop", "undo", "skip")
 
 
 def describe_effect(effect: Effect) -> str:
-    """``tool create_ticket (call ...)``, for messages and plans."""
+    """``tool create_ticket (call ...)``, ``file /path (call ...)``, for messages and plans (the path a file
+    effect's restore acts on; what a refused row claims, marked as such)."""
+    if effect.refused:
+        return f"unverified effect {effect.effect_id} ({effect.kind} {effect.name!r}, call {effect.call_id})"
     if effect.kind == "file":
-        return f"{effect.name} (call {effect.call_id})"
+        return f"file {effect.inputs['path']} (call {effect.call_id})"
     framework = f" ({effect.framework})" if effect.framework else ""
     return f"tool {effect.name}{framework} (call {effect.call_id})"
 
 
 def _missing(plan: UndoPlan) -> list[Effect]:
-    return [e for e in plan if e.kind != "file" and compensation_for(e.name) is None]
+    return [e for e in plan if e.kind != "file" and not e.refused and compensation_for(e.name) is None]
 
 
 def undo(
@@ -78,6 +90,16 @@ def undo(
     plan = plan_effects(target, session_id, turn_id)
     if dry_run:
         return plan
+    return run_plan(target, plan, unknown)
+
+
+def run_plan(store: Store, plan: UndoPlan, unknown: str = "stop") -> UndoPlan:
+    """Compensate exactly the effects of ``plan`` (from a dry run, as it was shown), as :func:`undo` does.
+
+    An effect another process moved since the plan was read is left to it (its claim fails).
+    """
+    if unknown not in _UNKNOWN:
+        raise ValueError(f"unknown must be one of {', '.join(_UNKNOWN)}, not {unknown!r}")
     missing = _missing(plan)
     if missing:
         names = ", ".join(sorted({e.name for e in missing}))
@@ -86,7 +108,7 @@ def undo(
             "declares it (`openprogram undo --import MODULE`)",
             missing[0],
         )
-    return _run(target, plan, unknown)
+    return _run(store, plan, unknown)
 
 
 def _run(store: Store, plan: UndoPlan, unknown: str) -> UndoPlan:
@@ -99,6 +121,8 @@ def _run(store: Store, plan: UndoPlan, unknown: str) -> UndoPlan:
     with ExitStack() as turn:
         for planned in plan.planned:
             effect = planned.effect
+            if effect.refused:  # whatever `unknown` says: nothing vouches for what the row asks
+                raise UndoError(f"undo refuses {describe_effect(effect)}: {effect.refused}", effect, _effects(done))
             if effect.state == "unknown" and unknown != "undo":
                 if unknown == "skip":
                     continue
@@ -165,6 +189,8 @@ def _compensate(store: Store, planned: Planned, me: str, done: tuple[Effect, ...
         store.move_effect(effect.effect_id, "undoing", me, released)
         if not isinstance(exc, Exception):
             raise
+        if isinstance(exc, RefusedRestore):
+            raise UndoError(f"undo refuses {describe_effect(effect)}: {exc}", effect, done) from exc
         raise UndoError(
             f"the compensation of {describe_effect(effect)} failed: {describe_error(exc)}", effect, done
         ) from exc
