@@ -357,7 +357,7 @@ def test_a_version_1_postgres_schema_gains_the_journal_in_place(stores: Backends
             r[0]
             for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
         }
-    assert version == (str(postgres.SCHEMA_VERSION),) and postgres.SCHEMA_VERSION == 3
+    assert version == (str(postgres.SCHEMA_VERSION),) and postgres.SCHEMA_VERSION == 4
     assert {"effects", "messages"} <= tables
     assert _undo_one_order_in(url, "old") == ["order-new"]
 
