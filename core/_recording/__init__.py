@@ -3,7 +3,8 @@
 - ``context``: the context variables (the current session and call) and the session handle;
 - ``record``: the call record, one tuple per call: its layout, where it waits, how it begins and ends;
 - ``writer``: the background writer that encodes records off the hot path and writes them to stores;
-- ``spill``: records written aside while a store is unavailable, and loading them back.
+- ``spill``: records written aside while a store is unavailable, and loading them back;
+- ``outage``: the stores this process cannot use now, and store calls made for the agent's thread with a bounded wait.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .context import (
     reset_var,
     session_var,
 )
+from .outage import CALLER_WAIT, StoreUnavailable, call_briefly, call_later, in_outage
 from .record import (
     ATTRIBUTES,
     CALL_ID,
@@ -42,6 +44,8 @@ from .writer import (
     ensure_started,
     flush,
     flush_async,
+    flush_before_exit,
+    flush_before_exit_async,
     flush_store,
     on_calls_written,
     on_exit,
@@ -50,6 +54,7 @@ from .writer import (
 
 __all__ = [
     "ATTRIBUTES",
+    "CALLER_WAIT",
     "CALL_ID",
     "KIND",
     "KWARGS",
@@ -58,8 +63,11 @@ __all__ = [
     "SESSION",
     "SessionHandle",
     "SpillImport",
+    "StoreUnavailable",
     "append_spill",
     "begin_call",
+    "call_briefly",
+    "call_later",
     "call_var",
     "current_call_id",
     "describe_error",
@@ -70,8 +78,11 @@ __all__ = [
     "ensure_started",
     "flush",
     "flush_async",
+    "flush_before_exit",
+    "flush_before_exit_async",
     "flush_store",
     "get_current_session",
+    "in_outage",
     "inflight",
     "load_spill",
     "on_calls_written",

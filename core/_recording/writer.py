@@ -8,14 +8,16 @@ on. ``flush()`` puts a marker in the same list and waits until everything before
 it is durable (or, if a store is failing, safely buffered). A failing store never raises into user
 code: its rows wait in a bounded buffer and are retried with back-off; past
 :data:`MAX_PENDING_ROWS` they are appended to a spill file that
-``openprogram import`` loads later. One warning per outage names the store.
+``openprogram import`` loads later, and when the spill file cannot be written either the
+oldest are dropped (counted, and said when the store is back). One warning per outage names
+the store, one line says when it is back; the outage is shared with the agent's own paths
+into the store (see :mod:`.outage`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import os
 import threading
@@ -36,7 +38,19 @@ from .._capture import (
 )
 from .._runtime import as_text, run_blocking
 from .._runtime import ids as _ids
-from ..stores import AliasRow, CallRow, CallRows, MessageRow, SessionRow, Store, on_read, openprogram_home, safe_url
+from ..stores import (
+    CALL_COLUMNS,
+    AliasRow,
+    CallRow,
+    CallRows,
+    MessageRow,
+    SessionRow,
+    Store,
+    on_read,
+    openprogram_home,
+    safe_url,
+)
+from .outage import CALLER_WAIT, in_outage, note_outage, note_recovery
 from .record import (
     CALL_ID,
     ENDED_AT,
@@ -53,6 +67,7 @@ from .record import (
     inflight,
     queue,
 )
+from .spill import append_spill
 from .texts import LONG, SessionTexts
 
 __all__ = [
@@ -66,6 +81,8 @@ __all__ = [
     "ensure_started",
     "flush",
     "flush_async",
+    "flush_before_exit",
+    "flush_before_exit_async",
     "flush_store",
     "inflight",
     "on_calls_written",
@@ -148,6 +165,13 @@ class _StoreState:
         self.running: set[str] = set()  # call ids written as running, not yet final
         self.last_beat = 0.0
         self.spilled = 0
+        # This outage's: whether it and a failed spill were warned of, rows spilled and dropped, when to
+        # try the spill again.
+        self.warned = False
+        self.spill_failed = False
+        self.outage_spilled = 0
+        self.dropped = 0
+        self.spill_retry_at = 0.0
 
 
 _states: dict[int, _StoreState] = {}
@@ -156,6 +180,9 @@ _cycle_lock = threading.Lock()
 _thread: threading.Thread | None = None
 _thread_lock = threading.Lock()
 _stopping = False
+# The store the writer is writing to now and since when (time.monotonic()): a store that keeps the
+# writer longer than the agent would wait for it is in an outage (see flush_before_exit).
+_busy: tuple[Store, float] | None = None
 
 
 def spill_directory() -> Path:
@@ -207,8 +234,15 @@ def _run() -> None:
 
 
 def _throttle() -> None:
-    """Back-pressure: when the writer falls far behind, recording threads wait for it."""
-    if len(queue) <= QUEUE_HIGH_WATER * RECORD_WIDTH or threading.current_thread() is _thread:
+    """Back-pressure: when the writer falls far behind, recording threads wait for it.
+
+    Not while the writer is stuck in a store that does not answer, up to four times the high
+    water: waiting then would hand the store's outage to the agent's thread.
+    """
+    high_water = QUEUE_HIGH_WATER * RECORD_WIDTH
+    if len(queue) <= high_water or threading.current_thread() is _thread:
+        return
+    if len(queue) <= 4 * high_water and _stuck_store() is not None:
         return
     _wake.set()
     deadline = time.monotonic() + 5.0
@@ -466,6 +500,8 @@ def _write_all(owner: str, synced: bool) -> bool:
     for state in list(_states.values()):
         # A failing store is probed even with nothing pending (e.g. all spilled), else it
         # would count as failing, and flush() return False, until the next record.
+        if not state.failing and in_outage(state.store):
+            state.failing = True  # an outage the agent's thread met (see outage): probe the store now
         due = (
             state.pending_calls
             or state.pending_sessions
@@ -481,10 +517,12 @@ def _write_all(owner: str, synced: bool) -> bool:
 
 
 def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> bool:
+    global _busy
     if state.failing and time.monotonic() < state.retry_at:
         _bound(state)
         return False
     store = state.store
+    _busy = (store, time.monotonic())
     try:
         # Running rows are judged live while their owner's beat is under a minute old: a beat
         # every HEARTBEAT_EVERY / 2 seconds is enough (a beat with every batch was a second
@@ -504,7 +542,10 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
                 store.write_unsynced(*pending, messages) if messages else store.write_unsynced(*pending)
                 state.unsynced = True
     except Exception as exc:
-        if not state.failing:
+        _busy = None
+        note_outage(store, _one_line(exc))
+        if not state.warned:
+            state.warned = True
             logger.warning(
                 "openprogram: cannot write to store %s (%s); recording continues and %s will be "
                 "retried (up to %d kept in memory, the rest spilled under %s)",
@@ -519,9 +560,9 @@ def _write(state: _StoreState, owner: str, now: float, synced: bool = True) -> b
         state.backoff = min(state.backoff * 2, _RETRY_MAX)
         _bound(state)
         return False
-    if state.failing:
-        # Info, not a warning: an outage gives exactly one warning (its start).
-        logger.info("openprogram: store %s is writable again; buffered records were written", store.url)
+    _busy = None
+    if state.failing or in_outage(store):
+        _say_recovered(state)
     written = state.pending_calls
     state.failing = False
     state.backoff = 1.0
@@ -561,33 +602,86 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
+def _say_recovered(state: _StoreState) -> None:
+    """The one line that ends an outage: how much of it was written, spilled and dropped."""
+    note_recovery(state.store)
+    spilled, dropped = state.outage_spilled, state.dropped
+    if dropped:  # records were lost: a warning, not an info
+        logger.warning(
+            "openprogram: store %s is writable again; %d records of the outage were dropped (neither the store "
+            "nor the spill file could take them)%s",
+            state.store.url,
+            dropped,
+            f", {spilled} were spilled" if spilled else "",
+        )
+    else:
+        # Info, not a warning: an outage without losses gives exactly one warning (its start).
+        logger.info(
+            "openprogram: store %s is writable again; buffered records were written%s",
+            state.store.url,
+            f" ({spilled} spilled before, see `openprogram import`)" if spilled else "",
+        )
+    state.warned = state.spill_failed = False
+    state.outage_spilled = state.dropped = 0
+    state.spill_retry_at = 0.0
+
+
 def _bound(state: _StoreState) -> None:
-    if len(state.pending_calls) > MAX_PENDING_ROWS:
-        _spill(state)
+    """Keep a failing store's backlog under MAX_PENDING_ROWS: spilled, else (no spill file either) dropped."""
+    if len(state.pending_calls) <= MAX_PENDING_ROWS and len(state.pending_messages) <= MAX_PENDING_ROWS:
+        return
+    if time.monotonic() >= state.spill_retry_at and _spill(state):
+        return
+    # A failed spill is tried again at the store's pace, not every cycle (each tries to write the whole backlog).
+    state.spill_retry_at = state.retry_at
+    _drop_oldest(state)
 
 
-def _spill(state: _StoreState) -> None:
+_CALL_WIDTH = len(CALL_COLUMNS)
+
+
+def _drop_oldest(state: _StoreState) -> None:
+    """Drop the oldest pending rows past MAX_PENDING_ROWS (per kind), counted in ``state.dropped``."""
+    calls = state.pending_calls
+    excess = len(calls) - MAX_PENDING_ROWS
+    if excess > 0:
+        del calls.flat[: excess * _CALL_WIDTH]
+        state.dropped += excess
+    for rows in (state.pending_sessions, state.pending_aliases, state.pending_messages):
+        excess = len(rows) - MAX_PENDING_ROWS
+        if excess > 0:
+            del rows[:excess]
+            state.dropped += excess
+            if rows is state.pending_messages and state.texts is not None:
+                state.texts = SessionTexts()  # texts dropped unwritten are written again by the next call holding them
+
+
+def _spill(state: _StoreState) -> bool:
     """Append the backlog to a JSON-lines file; ``openprogram import`` loads it later."""
     directory = spill_directory()
     path = directory / f"spill-{os.getpid()}-{_ids.process_owner().rsplit(':', 1)[-1]}.jsonl"
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"store": safe_url(state.store.url)}) + "\n")
-            for srow in state.pending_sessions:
-                out.write(json.dumps({"session": list(srow)}) + "\n")
-            for crow in state.pending_calls:
-                out.write(json.dumps({"call": list(crow)}) + "\n")
-            for arow in state.pending_aliases:
-                out.write(json.dumps({"alias": list(arow)}) + "\n")
-            for mrow in state.pending_messages:
-                out.write(json.dumps({"message": list(mrow)}) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        append_spill(
+            path,
+            safe_url(state.store.url),
+            state.pending_sessions,
+            state.pending_calls,
+            state.pending_aliases,
+            state.pending_messages,
+        )
     except OSError as exc:
-        logger.error("openprogram: cannot spill records to %s (%s); keeping them in memory", path, exc)
-        return
+        if not state.spill_failed:  # once per outage: a cycle would repeat it 20 times a second
+            state.spill_failed = True
+            logger.error(
+                "openprogram: cannot spill records to %s (%s); keeping the newest %d in memory and dropping older "
+                "ones until store %s is back",
+                path,
+                exc,
+                MAX_PENDING_ROWS,
+                state.store.url,
+            )
+        return False
     if not state.spilled:
         logger.warning(
             "openprogram: store %s is still unavailable; records are being spilled to %s "
@@ -597,10 +691,12 @@ def _spill(state: _StoreState) -> None:
             path,
         )
     state.spilled += len(state.pending_calls)
+    state.outage_spilled += len(state.pending_calls)
     state.pending_calls = CallRows()
     state.pending_sessions = []
     state.pending_aliases = []
     state.pending_messages = []
+    return True
 
 
 # --- flushing ------------------------------------------------------------------------
@@ -626,6 +722,86 @@ async def flush_async() -> bool:
         return await run_blocking(flush)
     loop = asyncio.get_running_loop()
     future: asyncio.Future[bool] = loop.create_future()
+    marker = _Marker()
+    marker.callbacks.append(_resolver(loop, future))
+    _enqueue_marker(marker)
+    _wake.set()
+    return await future
+
+
+def _stuck_store() -> Store | None:
+    """The store the writer has been writing to for longer than the agent waits for a store, if any."""
+    busy = _busy
+    if busy is None or time.monotonic() - busy[1] <= CALLER_WAIT:
+        return None
+    return busy[0]
+
+
+def _stuck() -> bool:
+    """Whether the writer is stuck in a store (which is then in an outage)."""
+    store = _stuck_store()
+    if store is None:
+        return False
+    note_outage(store, f"a write took more than {CALLER_WAIT:g}s")
+    return True
+
+
+def flush_before_exit(store: Store, timeout: float) -> bool:
+    """``flush()`` for the end of an agent's turn, which must not wait on a store that does not answer.
+
+    False at once during an outage of ``store`` (the writer keeps retrying in the background), and
+    as soon as the writer has been inside one store call for :data:`~.outage.CALLER_WAIT` seconds
+    (that store is then in an outage); else as :func:`flush`.
+    """
+    if in_outage(store):
+        _wake.set()
+        return False
+    if _thread is None or not _thread.is_alive() or threading.current_thread() is _thread:
+        return flush(timeout)
+    marker = _Marker()
+    _enqueue_marker(marker)
+    _wake.set()
+    deadline = time.monotonic() + timeout
+    while not marker.done.wait(_STUCK_POLL):
+        if _stuck():
+            return False
+        if time.monotonic() > deadline:
+            logger.warning("openprogram: flush did not finish within %ss; records stay queued", timeout)
+            return False
+    return marker.ok
+
+
+async def flush_before_exit_async(store: Store, timeout: float) -> bool:
+    """:func:`flush_before_exit` for coroutines: waits without blocking the event loop."""
+    if in_outage(store):
+        _wake.set()
+        return False
+    if _thread is None or not _thread.is_alive():
+        return await run_blocking(flush_before_exit, store, timeout)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[bool] = loop.create_future()
+    marker = _Marker()
+    marker.callbacks.append(_resolver(loop, future))
+    _enqueue_marker(marker)
+    _wake.set()
+    deadline = time.monotonic() + timeout
+    while True:
+        done, _ = await asyncio.wait({future}, timeout=_STUCK_POLL)
+        if done:
+            return future.result()
+        if _stuck():
+            return False
+        if time.monotonic() > deadline:
+            logger.warning("openprogram: flush did not finish within %ss; records stay queued", timeout)
+            return False
+
+
+_STUCK_POLL = 0.05
+"""Seconds between looks at whether the writer is stuck while a turn's end waits for it."""
+
+
+def _resolver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[bool]) -> Callable[[bool], None]:
+    """A marker callback (run on the writer's thread) that resolves ``future`` on its loop."""
 
     def resolve(ok: bool) -> None:
         def set_result() -> None:
@@ -637,11 +813,7 @@ async def flush_async() -> bool:
         except RuntimeError:  # the loop closed meanwhile
             pass
 
-    marker = _Marker()
-    marker.callbacks.append(resolve)
-    _enqueue_marker(marker)
-    _wake.set()
-    return await future
+    return resolve
 
 
 def flush_store(store: Store) -> None:
@@ -698,6 +870,13 @@ def _at_exit() -> None:
     for state in _states.values():
         if state.pending_calls or state.pending_sessions or state.pending_aliases:
             _spill(state)
+        if state.dropped:
+            logger.warning(
+                "openprogram: %d records were dropped while store %s was unavailable (neither the store nor the "
+                "spill file could take them)",
+                state.dropped,
+                state.store.url,
+            )
 
 
 atexit.register(_at_exit)

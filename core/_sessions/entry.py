@@ -6,11 +6,14 @@ cancellation or generator close) and, for the outermost block, everything
 recorded is made durable. Also here: re-installing a handle
 (``run_with_session``), handing the session to a child process
 (``export_context``). A framework run's own session is in ``runs``.
+
+Entry and exit never wait long on a store that does not answer (see ``openprogram._recording.outage``):
+during a store's outage an existing id is entered as a continuing session without asking the store,
+and the end of the outermost block does not wait for the records to be durable.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from contextvars import Token
@@ -19,19 +22,24 @@ from typing import Any
 
 from .._recording import (
     CALL_ID,
+    CALLER_WAIT,
     SessionHandle,
+    StoreUnavailable,
     begin_call,
+    call_briefly,
     call_var,
     end_call,
     ensure_started,
     flush,
-    flush_async,
+    flush_before_exit,
+    flush_before_exit_async,
+    in_outage,
     reset_var,
     session_var,
 )
 from .._runtime import as_text, new_call_id, new_session_id, run_blocking, validate_session_id
 from ..stores import Store, open_store
-from .known import is_known, learn, note_session
+from .known import claim_answered, is_known, learn, note_session, settled, wait_for_claim
 from .policy import ENV_AGENT_ID, ENV_PARENT_CALL, ENV_SESSION_ID, ENV_TURN_ID, implicit_session
 
 __all__ = [
@@ -47,6 +55,7 @@ __all__ = [
 logger = logging.getLogger("openprogram")
 
 EXIT_FLUSH_TIMEOUT = 10.0
+"""Seconds the end of the outermost block waits for a writer making progress (a stuck one: see flush_before_exit)."""
 
 
 def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
@@ -54,28 +63,41 @@ def _first_entry(store: Store, session_id: str, agent_id: str) -> bool:
 
     Two tasks or threads entering the same new id at once both find it absent in the
     store; only the first to get here asks the store, which records the session at
-    once and says whether another process did so first. A store that cannot be
-    asked leaves the judgement to this process.
+    once and says whether another process did so first. A store that fails leaves
+    the judgement to this process; one that does not answer in time (see
+    ``call_briefly``) makes the entry a continuing one, as during an outage: another
+    process may be claiming the id too, and two entries must not both say they made
+    it (the claim goes on in the background).
     """
     if not learn(store, session_id):
+        wait_for_claim(store, session_id, CALLER_WAIT)  # the other entry's claim must reach the store first
         return False
     try:
-        return store.claim_session(session_id, agent_id, time.time())
+        return call_briefly(store, store.claim_session, session_id, agent_id, time.time())
+    except StoreUnavailable:
+        return False
     except Exception as exc:  # an unusable store never stops the agent (the writer warns of the outage)
         logger.info("openprogram: cannot record session %s in store %s: %s", session_id, store.url, exc)
         return True
+    finally:
+        claim_answered(store, session_id)
 
 
 def _exists(store: Store, session_id: str) -> bool:
+    """Whether the session is in the store; during an outage (or with no answer in time) it is taken
+    to exist: entered by id, it continues, and nothing is claimed."""
     if is_known(store, session_id):
+        wait_for_claim(store, session_id, CALLER_WAIT)  # another entry's claim must reach the store first
         return True
     try:
-        return store.session_exists(session_id)
+        return call_briefly(store, store.session_exists, session_id)
+    except StoreUnavailable:
+        return True
     except Exception as exc:  # an unusable store never stops the agent
         # Not a warning: the writer gives the one warning of this outage when it cannot
         # write the turn; one warning per session entered would flood a busy agent's log.
         logger.info("openprogram: cannot check session %s in store %s: %s", session_id, store.url, exc)
-        return False
+        return True
 
 
 class _Entry:
@@ -156,8 +178,9 @@ class session_context:
         return self._install(store, session_id, created)
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._uninstall(exc).outermost:
-            flush(EXIT_FLUSH_TIMEOUT)
+        entry = self._uninstall(exc)
+        if entry.outermost:
+            flush_before_exit(entry.handle.store, EXIT_FLUSH_TIMEOUT)
 
     def _absent_and_claimed(self, store: Store, session_id: str) -> bool:
         """Whether this entry makes the session: absent from the store, and claimed first."""
@@ -167,7 +190,7 @@ class session_context:
         store, session_id = self._resolve()
         if self.session_id is None:
             created = True
-        elif is_known(store, session_id):
+        elif settled(store, session_id) or in_outage(store):  # as _exists would say, without a thread hop
             created = False
         else:  # a store lookup may touch the network: off the event loop, and off its executor
             created = await run_blocking(self._absent_and_claimed, store, session_id)
@@ -176,11 +199,9 @@ class session_context:
     async def __aexit__(
         self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._uninstall(exc).outermost:
-            try:
-                await asyncio.wait_for(flush_async(), EXIT_FLUSH_TIMEOUT)
-            except asyncio.TimeoutError:
-                logger.warning("openprogram: records of session %s are not durable yet", self.session_id)
+        entry = self._uninstall(exc)
+        if entry.outermost:
+            await flush_before_exit_async(entry.handle.store, EXIT_FLUSH_TIMEOUT)
 
 
 class run_with_session:

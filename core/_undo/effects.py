@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from .._capture import capture_json
-from .._recording import call_var, session_var, status_of
+from .._recording import StoreUnavailable, call_briefly, call_later, call_var, session_var, status_of
 from .._runtime import as_text, process_owner
 from ..stores import EffectOutcome, EffectRow, Store, on_read
 from .signing import column_text, key_path, refusal, sealed, sealed_output
@@ -170,9 +170,24 @@ def pending_row(kind: str, name: str, inputs_json: Callable[[], str], effect_id:
 
 
 def write_pending(store: Store, row: EffectRow) -> Pending | None:
-    """Make the ``pending`` row durable; None when the store cannot take it (warned once per store)."""
+    """Make the ``pending`` row durable; None when the store cannot take it (warned once per store).
+
+    During an outage of the store, or when it does not answer within ``CALLER_WAIT`` seconds, the
+    call is not held up: the row is written in the background once the store answers, and the
+    call is undoable from then on (its outcome read from its call, see ``plan_effects``), but not
+    if this process ends before that.
+    """
     try:
-        store.add_effects([row])
+        call_briefly(store, store.add_effects, [row])
+    except StoreUnavailable as exc:
+        call_later(store, store.add_effects, [row])  # the insert ignores a row already there
+        _warn(
+            store,
+            "journal later",
+            f"store {store.url} is unavailable ({exc}); effects of undoable calls are journaled once it "
+            "answers, and cannot be undone if this process ends before that",
+        )
+        return store, row[0]
     except Exception as exc:
         _warn(
             store,
