@@ -86,7 +86,7 @@ def test_a_spill_torn_by_a_full_disk_imports_every_whole_line(
     (spill,) = (isolated_home / "spill").glob("*.jsonl")
     whole = [line for line in spill.read_text().splitlines(keepends=True) if line.endswith("\n")]
     whole_calls = sum(1 for line in whole if line.startswith('{"call"'))
-    assert whole_calls > 100  # the spills before the disk filled up
+    assert whole_calls >= 100  # the spills before the disk filled up (a batch that did not fit is taken back whole)
 
     target = f"sqlite:///{tmp_path / 'recovered.db'}"
     code, out, err = import_file(target, spill, capsys)
