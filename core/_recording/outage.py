@@ -94,7 +94,7 @@ def call_briefly(store: Store, call: Callable[..., T], *args: Any, wait: float |
     if reason is not None:
         raise StoreUnavailable(reason)
     outcome: list[Any] = []
-    done = threading.Event()
+    done, late = threading.Event(), threading.Event()
 
     def run() -> None:
         try:
@@ -102,11 +102,17 @@ def call_briefly(store: Store, call: Callable[..., T], *args: Any, wait: float |
         except BaseException as exc:  # handed to the waiting thread, if it still waits
             outcome.append((False, exc))
         done.set()
+        if outcome[0][0] and late.is_set():
+            # It answered after all (a slow answer on a loaded machine, not a dead store): no outage.
+            note_recovery(store)
 
     threading.Thread(target=run, name="openprogram-store-call", daemon=True).start()
     seconds = CALLER_WAIT if wait is None else wait
     if not done.wait(seconds):
         note_outage(store, f"no answer within {seconds:g}s")
+        late.set()
+        if done.is_set() and outcome[0][0]:  # it answered as the outage was noted
+            note_recovery(store)
         raise StoreUnavailable(f"no answer within {seconds:g}s")
     ok, value = outcome[0]
     if not ok:

@@ -729,10 +729,16 @@ async def flush_async() -> bool:
     return await future
 
 
+STUCK_AFTER = max(5 * CALLER_WAIT, 5.0)
+"""Seconds the writer may spend in one store call before the store counts as not answering: longer than
+the agent's thread waits for its own calls, as a healthy write of a large batch on a loaded machine
+can take a second or more, and an exit that gave up on it would leave its records not yet durable."""
+
+
 def _stuck_store() -> Store | None:
-    """The store the writer has been writing to for longer than the agent waits for a store, if any."""
+    """The store the writer has been writing to for longer than :data:`STUCK_AFTER`, if any."""
     busy = _busy
-    if busy is None or time.monotonic() - busy[1] <= CALLER_WAIT:
+    if busy is None or time.monotonic() - busy[1] <= STUCK_AFTER:
         return None
     return busy[0]
 
@@ -742,7 +748,7 @@ def _stuck() -> bool:
     store = _stuck_store()
     if store is None:
         return False
-    note_outage(store, f"a write took more than {CALLER_WAIT:g}s")
+    note_outage(store, f"a write took more than {STUCK_AFTER:g}s")
     return True
 
 
@@ -750,7 +756,7 @@ def flush_before_exit(store: Store, timeout: float) -> bool:
     """``flush()`` for the end of an agent's turn, which must not wait on a store that does not answer.
 
     False at once during an outage of ``store`` (the writer keeps retrying in the background), and
-    as soon as the writer has been inside one store call for :data:`~.outage.CALLER_WAIT` seconds
+    as soon as the writer has been inside one store call for :data:`STUCK_AFTER` seconds
     (that store is then in an outage); else as :func:`flush`.
     """
     if in_outage(store):
