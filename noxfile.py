@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nox
@@ -167,22 +168,99 @@ def viewer(session: nox.Session) -> None:
     _pytest(session, "tests/viewer")
 
 
-# What LangGraph's own tests import with NO_DOCKER=true, from its sdist's `test` dependency group (the
-# Postgres and Redis clients are imported at module scope even when their servers are not used).
-# Left out: coverage, watch, repeat, dotenv, benchmark and CLI tools the tests do not need.
-UPSTREAM_TEST_DEPS = [
-    "pytest",
-    "pytest-mock",
-    "pytest-xdist",
-    "pytest-timeout",
-    "syrupy",
-    "httpx",
-    "pycryptodome",
-    "redis",
-    "psycopg[binary]",
-    "langgraph-checkpoint-sqlite",
-    "langgraph-checkpoint-postgres",
-]
+@dataclass(frozen=True)
+class UpstreamSuite:
+    """A framework's own test suite, from the sdist of the release openprogram's extra resolves to."""
+
+    distribution: str  # whose sdist holds the tests, and whose installed version picks the release
+    extra: str  # openprogram's extra, so the release is the newest one it allows
+    deps: tuple[str, ...]  # what the tests import beyond the framework
+    paths: tuple[str, ...]  # what pytest runs, inside the unpacked sdist
+    env: dict[str, str] = field(default_factory=dict)
+    # Install the framework from the unpacked sdist (editable), its versions as in its uv.lock: for tests that
+    # look for the framework's frames under the sdist's own src/ and expect the dependency versions it locked.
+    from_source: str | None = None  # the extras to install it with, "" for none
+
+
+UPSTREAM_SUITES = {
+    # What LangGraph's own tests import with NO_DOCKER=true, from its sdist's `test` dependency group (the
+    # Postgres and Redis clients are imported at module scope even when their servers are not used).
+    # Left out: coverage, watch, repeat, dotenv, benchmark and CLI tools the tests do not need.
+    # NO_DOCKER is upstream's own switch: it drops the Postgres/Redis fixture params and Docker-only modules.
+    "langgraph": UpstreamSuite(
+        distribution="langgraph",
+        extra="langgraph",
+        deps=(
+            "pytest",
+            "pytest-mock",
+            "pytest-xdist",
+            "pytest-timeout",
+            "syrupy",
+            "httpx",
+            "pycryptodome",
+            "redis",
+            "psycopg[binary]",
+            "langgraph-checkpoint-sqlite",
+            "langgraph-checkpoint-postgres",
+        ),
+        paths=("tests",),
+        env={"NO_DOCKER": "true"},
+    ),
+    # The whole Agents SDK suite (~9,000 tests) does not fit CI's time: the files exercising what the adapter
+    # patches (runs, streamed runs, turns, hand-offs, tools, approvals, guardrails, model requests and streams,
+    # SDK sessions, hooks, the SDK's own tracing, error paths, realtime tool calls). Its models are fakes: no
+    # network. Its tests' own dev dependencies, and the litellm and any-llm extras its model tests import.
+    "openai_agents": UpstreamSuite(
+        distribution="openai-agents",
+        extra="openai-agents",
+        from_source="litellm,any-llm",
+        deps=(
+            "pytest",
+            "pytest-asyncio",
+            "pytest-mock",
+            "pytest-xdist",
+            "pytest-timeout",
+            "inline-snapshot",
+        ),
+        paths=tuple(
+            f"tests/{name}.py"
+            for name in (
+                "test_agent_runner",
+                "test_agent_runner_streamed",
+                "test_agent_runner_sync",
+                "test_agent_memory_leak",
+                "test_error_logging_redaction",
+                "test_max_turns",
+                "test_cancel_streaming",
+                "test_handoff_tool",
+                "test_agent_as_tool",
+                "test_function_tool",
+                "test_guardrails",
+                "test_tool_guardrails",
+                "test_output_guardrail_cancellation",
+                "test_stream_input_guardrail_timing",
+                "test_tool_use_behavior",
+                "test_hitl_error_scenarios",
+                "test_hitl_session_scenario",
+                "test_agent_hooks",
+                "test_agent_llm_hooks",
+                "test_global_hooks",
+                "test_run_hooks",
+                "test_agent_tracing",
+                "test_tracing_errors",
+                "test_tracing_errors_streamed",
+                "models/test_openai_responses",
+                "models/test_openai_chatcompletions_stream",
+                "models/test_litellm_chatcompletions_stream",
+                "models/test_any_llm_model",
+                "memory/test_session",
+                "memory/test_openai_conversations_session",
+                "realtime/test_session_tool_outputs",
+                "realtime/test_session_tool_error_events",
+            )
+        ),
+    ),
+}
 UPSTREAM_DIR = Path(__file__).parent / "tests" / "upstream"
 # A test of upstream's that hangs (rare, in either run) fails after this long instead of stalling CI: the thread
 # method prints every thread's stack, names the test, and ends only that xdist worker (xdist starts another).
@@ -201,7 +279,7 @@ def _upstream_source(session: nox.Session, package: str, version: str) -> Path:
     if not sdist.exists():
         download = ["python", "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-d", str(cache)]
         _setup_run(session, *download, f"{package}=={version}")
-    # A fresh tree each run: pytest's caches and syrupy never see a previous run's leftovers.
+    # A fresh tree each run: pytest's caches and snapshots never see a previous run's leftovers.
     tree = Path(session.create_tmp()).resolve() / "src"
     shutil.rmtree(tree, ignore_errors=True)
     with tarfile.open(sdist) as archive:
@@ -213,36 +291,63 @@ def _upstream_source(session: nox.Session, package: str, version: str) -> Path:
     return root
 
 
-@nox.session(python=PYTHON)
-def upstream(session: nox.Session) -> None:
-    """LangGraph's own test suite, plain and with openprogram instrumented; a test passing only plain fails.
+def _locked(session: nox.Session, source: Path) -> list[str]:
+    """``-c FILE``: the versions the sdist's uv.lock pins (its dev group and every extra), when uv can read it."""
+    try:
+        from uv import find_uv_bin  # the uv nox installs with (CI: `pip install nox uv`)
 
-    ``nox -s upstream -- ARGS`` passes ARGS to both pytest runs.
+        uv: str | None = str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        uv = shutil.which("uv")
+    if uv is None or not (source / "uv.lock").exists():
+        return []
+    constraints = Path(session.create_tmp()).resolve() / "upstream-lock.txt"
+    export = ["export", "--frozen", "--no-hashes", "--all-extras", "--group", "dev", "--no-emit-project"]
+    with session.chdir(source):
+        session.run_install(
+            uv, *export, "--format", "requirements-txt", "-o", str(constraints), external=True, silent=True
+        )
+    return ["-c", str(constraints)]
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("suite", list(UPSTREAM_SUITES))
+def upstream(session: nox.Session, suite: str) -> None:
+    """A framework's own tests, plain and instrumented: a test passing only plain fails.
+
+    LangGraph's whole suite; the Agents SDK's files exercising what the adapter patches.
+
+    ``nox -s upstream -- ARGS`` passes ARGS to both pytest runs of each suite.
     """
-    session.install("-e", ".[langgraph]")
-    # The newest langgraph the extra allows, as pip resolved it; the tests are that release's.
-    script = "import importlib.metadata as m; print(m.version('langgraph'))"
+    spec = UPSTREAM_SUITES[suite]
+    session.install("-e", f".[{spec.extra}]")
+    # The newest release the extra allows, as pip resolved it; the tests are that release's.
+    script = f"import importlib.metadata as m; print(m.version({spec.distribution!r}))"
     version = _setup_run(session, "python", "-c", script, silent=True).strip().splitlines()[-1]
-    session.install(f"langgraph=={version}", *UPSTREAM_TEST_DEPS, "pip")  # pip: to download the sdist
-    source = _upstream_source(session, "langgraph", version)
+    session.install("pip")  # to download the sdist
+    source = _upstream_source(session, spec.distribution, version)
+    if spec.from_source is None:
+        session.install(f"{spec.distribution}=={version}", *spec.deps)
+    else:
+        framework = f"{source}[{spec.from_source}]" if spec.from_source else str(source)
+        session.install(*_locked(session, source), "-e", framework, *spec.deps)
     reports = Path(session.create_tmp()).resolve()  # absolute: pytest runs inside the unpacked sdist
     stats = reports / "stats"
     shutil.rmtree(stats, ignore_errors=True)
-    # NO_DOCKER is upstream's own switch: it drops the Postgres/Redis fixture params and Docker-only modules.
-    env = {"NO_DOCKER": "true", "PYTHONPATH": str(UPSTREAM_DIR), "OPENPROGRAM_UPSTREAM_STATS": str(stats)}
+    env = {**spec.env, "PYTHONPATH": str(UPSTREAM_DIR), "OPENPROGRAM_UPSTREAM_STATS": str(stats)}
     runs = {"plain": [], "instrumented": ["-p", "openprogram_plugin"]}
     with session.chdir(source):
         for run, plugin in runs.items():
-            session.log(f"langgraph {version} tests, {run}")
+            session.log(f"{spec.distribution} {version} tests, {run}")
             (reports / f"{run}.xml").unlink(missing_ok=True)  # never compare a previous run's report
             # Upstream's tests leave thousands of temporary files behind: one fresh TMPDIR per run.
             tmp = reports / f"tmp-{run}"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
             session.run(
-                # --disable-warnings only hides the summary (two copies of ~180 deprecation warnings).
+                # --disable-warnings only hides the summary (the deprecation warnings, once per run).
                 "pytest",
-                "tests",
+                *spec.paths,
                 "-q",
                 "-n",
                 "2",

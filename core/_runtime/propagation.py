@@ -167,9 +167,27 @@ async def close_inner(agen: AsyncGenerator[Any, Any], context: contextvars.Conte
         return  # being closed: by the loop, or by whoever runs it now
     try:
         await (agen.aclose() if context is None else _in_context(context, agen.aclose()))
-    except RuntimeError:
-        if not getattr(agen, "ag_running", False):
-            raise  # the generator's own error, not two closes meeting
+    except RuntimeError as exc:
+        if _raised_inside(agen, exc):
+            raise  # the generator's own cleanup failed: its error, for its caller
+        # else aclose() refused to start: another close got there first ("already running")
+
+
+def _raised_inside(agen: Any, exc: BaseException) -> bool:
+    """True when ``exc`` came out of ``agen``'s own frame (its cleanup), not from ``aclose()`` refusing to start.
+
+    Not ``ag_running``: on CPython 3.10-3.12 it stays set after a cleanup that awaited a task and then raised.
+    A generator that is not a native one (no ``ag_code``): counted as raised inside, so the error is never lost.
+    """
+    code = getattr(agen, "ag_code", None)
+    if code is None:
+        return True
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code is code:
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _async_generator_function(

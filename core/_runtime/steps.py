@@ -89,11 +89,15 @@ def steps_under_call(gen: Generator[Y, Any, Any], call: SteppedCall) -> Generato
             arg = yield item
             method = gen.send
         except GeneratorExit as exc:
+            outcome: BaseException = exc
             try:
                 with call:
                     gen.close()
+            except BaseException as error:  # its cleanup failed: the call ends with what its caller gets
+                outcome = error
+                raise
             finally:
-                call.finish(exc)
+                call.finish(outcome)
             raise
         except BaseException as exc:
             method, arg = gen.throw, exc
@@ -118,11 +122,15 @@ async def async_steps_under_call(agen: AsyncGenerator[Y, Any], call: SteppedCall
             arg = yield item
             method = agen.asend
         except GeneratorExit as exc:
+            outcome: BaseException = exc
             try:
                 with call:
                     await close_inner(agen)
+            except BaseException as error:  # its cleanup failed: the call ends with what its caller gets
+                outcome = error
+                raise
             finally:
-                call.finish(exc)
+                call.finish(outcome)
             raise
         except BaseException as exc:
             method, arg = agen.athrow, exc

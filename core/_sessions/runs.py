@@ -64,6 +64,13 @@ class RunEntry:
     ) -> None:
         await self.context.__aexit__(et, exc, tb)
 
+    def leave(self, exc: BaseException | None) -> None:
+        """Leave as ``__aexit__`` does, without awaiting durability (the writer's next cycle; a read flushes first).
+
+        For a run in a task of its own whose end its framework awaits: an await there delays that end.
+        """
+        self.context._uninstall(exc)
+
 
 def run_session(
     framework: str,

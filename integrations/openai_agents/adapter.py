@@ -174,7 +174,7 @@ def _agent_name(agent: Any) -> str:
 class _Run:
     """One ``Runner`` run: the calls it keeps open (ended with it) and the agent whose turn it is."""
 
-    __slots__ = ("agent", "agent_call", "calls", "handoff")
+    __slots__ = ("__weakref__", "agent", "agent_call", "calls", "handoff")
 
     def __init__(self, agent: Any, call: LaterCall) -> None:
         self.agent = agent
@@ -220,20 +220,38 @@ def _current(call: LaterCall) -> LaterCall:
     return LaterCall(call.rec, FRAMEWORK)
 
 
-_current_run: ContextVar[_Run | None] = ContextVar("openprogram.openai_agents.run", default=None)
-"""The run whose loop is running in this context: set by the run wrappers only, which reset it."""
+_current_run: ContextVar[weakref.ref[_Run] | None] = ContextVar("openprogram.openai_agents.run", default=None)
+"""The run whose loop is running in this context: set by the run wrappers only, which reset it.
+
+A weak reference: every task the run makes copies the context, and a finished task the SDK keeps
+would otherwise keep the run, and its agent, alive after the run returns.
+"""
+
+
+def _running() -> _Run | None:
+    """The run whose loop is running in this context, while its wrapper still holds it."""
+    ref = _current_run.get()
+    return None if ref is None else ref()
 
 
 def _session_key(kwargs: Mapping[str, Any]) -> tuple[str, str] | None:
     """What identifies the conversation a run continues: its SDK session, server conversation or trace group."""
-    session = kwargs.get("session")
-    session_id = getattr(session, "session_id", None)
+    session_id = _sdk_session_id(kwargs.get("session"))
     if session_id:
         return "openai_agents.session", str(session_id)
     if kwargs.get("conversation_id"):
         return "openai_agents.conversation", str(kwargs["conversation_id"])
     group_id = getattr(kwargs.get("run_config"), "group_id", None)
     return ("openai_agents.group", str(group_id)) if group_id else None
+
+
+def _sdk_session_id(session: Any) -> Any:
+    """An SDK session's id; None before it has one (``OpenAIConversationsSession`` raises ``ValueError`` until
+    its first request makes the remote conversation)."""
+    try:
+        return getattr(session, "session_id", None)
+    except ValueError:
+        return None
 
 
 def _run_entry(agent: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
@@ -279,7 +297,7 @@ async def _recorded_run(
     run = _begin_run(agent, given)
     if run is None:
         return await original(*args, **kwargs)
-    token = _current_run.set(run)
+    token = _current_run.set(weakref.ref(run))
     try:
         with _current(run.agent_call):
             result = await original(*args, **kwargs)
@@ -337,8 +355,16 @@ def _wrap_streamed_run(original: Callable[..., Any], integration: Integration) -
 
         if entry is None:
             return await _recorded_run(original, agent, given, args, kwargs, streamed)
-        async with entry:
-            return await _recorded_run(original, agent, given, args, kwargs, streamed)
+        await entry.__aenter__()
+        # Left without awaiting the store: the SDK expects this task done once it has queued its last event,
+        # else stream_events() re-raises the loop's BaseException past its own error handling.
+        try:
+            outcome = await _recorded_run(original, agent, given, args, kwargs, streamed)
+        except BaseException as exc:
+            entry.leave(exc)
+            raise
+        entry.leave(None)
+        return outcome
 
     return wraps_like(original)(start_streaming)
 
@@ -354,7 +380,7 @@ def _wrap_turn(original: Callable[..., Any], integration: Integration) -> Callab
     """``run_single_turn`` / ``run_single_turn_streamed``: one model request and what it asked for."""
 
     async def run_single_turn(*args: Any, **kwargs: Any) -> Any:
-        run = _current_run.get() if integration.active else None
+        run = _running() if integration.active else None
         if run is None:
             return await original(*args, **kwargs)
         call = None
@@ -372,7 +398,7 @@ def _wrap_handoff(original: Callable[..., Any], integration: Integration) -> Cal
     """``execute_handoffs``: the hand-off is a call under the agent handing off; the next agent runs under it."""
 
     async def execute_handoffs(*args: Any, **kwargs: Any) -> Any:
-        run = _current_run.get() if integration.active else None
+        run = _running() if integration.active else None
         call = None
         if run is not None:
             with guarded(FRAMEWORK, "beginning a hand-off"):
@@ -412,6 +438,14 @@ def _guardrail_agent(side: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     return getattr(_argument(args, kwargs, 0, "data"), "agent", None)  # tool guardrails: run(data)
 
 
+def _guardrail_name(guardrail: Any) -> str:
+    """The SDK's name for the guardrail; a function with no ``__name__`` (a callable object) is named by its type."""
+    try:
+        return str(guardrail.get_name())
+    except AttributeError:
+        return type(guardrail.guardrail_function).__name__
+
+
 def _guardrail_output(result: Any) -> dict[str, Any]:
     verdict = getattr(result, "output", result)  # Input/OutputGuardrailResult hold a GuardrailFunctionOutput
     captured: dict[str, Any] = {"output_info": getattr(verdict, "output_info", None)}
@@ -433,7 +467,7 @@ def _guardrail(side: str) -> Callable[[Callable[..., Any], Integration], Callabl
             if not integration.active:
                 return await original(self, *args, **kwargs)
             agent_call = None
-            run = _current_run.get()
+            run = _running()
             if run is not None:
                 with guarded(FRAMEWORK, "finding a guardrail's agent"):
                     agent_call = run.call_of(_guardrail_agent(side, args, kwargs))
@@ -447,7 +481,7 @@ def _guardrail(side: str) -> Callable[[Callable[..., Any], Integration], Callabl
         ) -> Any:
             opened = None
             with guarded(FRAMEWORK, "beginning a guardrail"):
-                opened = open_call("call", str(guardrail.get_name()), FRAMEWORK, None, attributes)
+                opened = open_call("call", _guardrail_name(guardrail), FRAMEWORK, None, attributes)
             if opened is None:
                 return await original(guardrail, *args, **kwargs)
             try:

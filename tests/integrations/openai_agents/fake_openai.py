@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
-from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel
+from agents import OpenAIChatCompletionsModel, OpenAIConversationsSession, OpenAIResponsesModel
 from openai import AsyncOpenAI
 
 Step = str | Sequence[tuple[str, dict[str, Any]]]
@@ -80,8 +80,24 @@ def responses_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple
     return OpenAIResponsesModel(model=model, openai_client=_client(answer)), sent
 
 
-def chat_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple[OpenAIChatCompletionsModel, list[Any]]:
-    """An ``OpenAIChatCompletionsModel`` streaming ``script`` (4-character text pieces, arguments in two)."""
+class _FailingClose(httpx.AsyncByteStream):
+    """A response body whose close fails, as a provider's transport can: the SDK surfaces that error."""
+
+    def __init__(self, body: bytes, error: Exception) -> None:
+        self.body, self.error = body, error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.body
+
+    async def aclose(self) -> None:
+        raise self.error
+
+
+def chat_model(
+    script: Sequence[Step], model: str = "gpt-4o-mini", close_error: Exception | None = None
+) -> tuple[OpenAIChatCompletionsModel, list[Any]]:
+    """An ``OpenAIChatCompletionsModel`` streaming ``script`` (4-character text pieces, arguments in two);
+    with ``close_error``, closing a response's stream raises it."""
     steps = iter(script)
     sent: list[Any] = []
 
@@ -135,6 +151,26 @@ def chat_model(script: Sequence[Step], model: str = "gpt-4o-mini") -> tuple[Open
         }
         events.append(f"data: {json.dumps(last)}\n\n")
         events.append("data: [DONE]\n\n")
-        return httpx.Response(200, text="".join(events), headers={"content-type": "text/event-stream"})
+        headers = {"content-type": "text/event-stream"}
+        if close_error is not None:
+            return httpx.Response(200, stream=_FailingClose("".join(events).encode(), close_error), headers=headers)
+        return httpx.Response(200, text="".join(events), headers=headers)
 
     return OpenAIChatCompletionsModel(model=model, openai_client=_client(answer)), sent
+
+
+def conversations_session() -> tuple[OpenAIConversationsSession, list[str]]:
+    """An ``OpenAIConversationsSession`` over an offline Conversations API; the list collects each request's path.
+
+    Its conversation is made remotely on its first request, so it has no id before a run starts.
+    """
+    paths: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        paths.append(f"{request.method} {request.url.path}")
+        if request.url.path.endswith("/conversations"):
+            return httpx.Response(200, json={"id": "conv_1", "object": "conversation", "created_at": 0, "metadata": {}})
+        page = {"object": "list", "data": [], "first_id": None, "last_id": None, "has_more": False}
+        return httpx.Response(200, json=page)
+
+    return OpenAIConversationsSession(openai_client=_client(answer)), paths

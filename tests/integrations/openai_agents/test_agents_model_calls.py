@@ -255,3 +255,37 @@ def test_every_model_class_defined_before_instrument_has_its_own_request_methods
         assert hasattr(cls.__dict__["get_response"], ORIGINAL), cls
         assert hasattr(cls.__dict__["stream_response"], ORIGINAL), cls
     assert "get_response" not in Model.__dict__ or not hasattr(Model.__dict__["get_response"], ORIGINAL)
+
+
+async def test_stream_closed_early_raises_the_error_its_provider_close_raised_and_the_request_records_it(
+    store: Store,
+) -> None:
+    from agents import OpenAIChatCompletionsModel
+    from agents.model_settings import ModelSettings as Settings
+    from agents.models.interface import ModelTracing
+
+    if not hasattr(OpenAIChatCompletionsModel, "_close_stream_allowing_background_completion"):
+        pytest.skip("this release does not close the provider's stream, so it surfaces no close error")
+    # The SDK closes the provider stream in a shielded task and re-raises its error before the terminal event:
+    # on CPython 3.10-3.12 that leaves ag_running set, which must not read as two closes meeting.
+    failure = RuntimeError("close-failure")
+    model, _ = chat_model(["Hello there"], close_error=failure)
+    async with openprogram.session_context(store=store) as h:
+        events: Any = model.stream_response(
+            None,
+            "hi",
+            Settings(),
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        assert (await events.__anext__()).type == "response.created"
+        with pytest.raises(RuntimeError) as raised:
+            await events.aclose()
+    assert raised.value is failure
+    (request,) = by_kind(calls(store, h.session_id), "llm")
+    assert request.status == "error" and "close-failure" in (request.error or "")

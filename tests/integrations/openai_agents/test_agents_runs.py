@@ -6,8 +6,10 @@ The model is the offline :func:`scripted_model`; every test drives the real runn
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +19,9 @@ from agents import (
     Agent,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
+    OutputGuardrail,
     RunContextWrapper,
+    RunHooks,
     Runner,
     function_tool,
     handoff,
@@ -35,6 +39,7 @@ from openprogram.integrations.openai_agents import adapter
 from openprogram.integrations.openai_agents.demo import scripted_model
 from openprogram.stores import Store
 
+from tests.integrations.openai_agents.fake_openai import conversations_session
 from tests.integrations.openai_agents.helpers import parent_of, tree
 from tests.support import attributes, by_kind, calls, one
 
@@ -435,3 +440,114 @@ async def test_concurrent_runs_in_one_session_keep_their_calls_apart(store: Stor
         assert {r.name for r in children if r.kind == "tool"} == tools, agent
         assert all(r.kind in ("llm", "tool") for r in children)
     assert len(by_kind(records, "llm")) == 5
+
+
+# --- lifetimes -------------------------------------------------------------------------------------------
+
+
+async def test_agent_is_collected_right_after_its_run_though_a_task_made_during_it_is_kept(store: Store) -> None:
+    # A task copies the context it is made in (the SDK's own tasks too): kept after the run, that copy must not
+    # keep the run's agent alive.
+    kept: list[asyncio.Future[None]] = []
+
+    class KeepsATask(RunHooks[Any]):
+        async def on_agent_start(self, context: Any, agent: Any) -> None:
+            kept.append(asyncio.ensure_future(asyncio.sleep(0)))
+
+    agent = Agent(name="Transient", instructions="Answer.", model=scripted_model(["Paris"]))
+    collected = weakref.ref(agent)
+    async with openprogram.session_context(store=store):
+        await Runner.run(agent, "What is the capital of France?", hooks=KeepsATask())
+        await asyncio.gather(*kept)
+        del agent
+        gc.collect()
+        assert collected() is None
+
+
+# --- streamed runs' errors -------------------------------------------------------------------------------
+
+
+class SessionSaveAborted(BaseException):
+    """Not an ``Exception``: the SDK surfaces it only through its own error path, which must stay the one taken."""
+
+
+async def test_streamed_run_with_an_sdk_session_and_no_session_open_surfaces_its_error_as_the_sdk_does() -> None:
+    from agents.result import RunResultStreaming
+
+    if not hasattr(RunResultStreaming, "run_loop_exception"):
+        pytest.skip("this release does not surface a run loop's BaseException (the run hangs, plain too)")
+    guardrail_failed = False
+
+    class AbortingSession(SQLiteSession):
+        async def add_items(self, items: list[Any]) -> None:
+            if guardrail_failed:
+                raise SessionSaveAborted("session save aborted")
+            await super().add_items(items)
+
+    def failing_guardrail(context: RunContextWrapper[Any], agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
+        nonlocal guardrail_failed
+        guardrail_failed = True
+        raise RuntimeError("guardrail failed")
+
+    agent = Agent(
+        name="Saver",
+        model=scripted_model(["preamble"]),
+        output_guardrails=[OutputGuardrail(guardrail_function=failing_guardrail)],
+    )
+    # No session open: the run records into the session of its SDK session's id, entered in the SDK's run task.
+    result = Runner.run_streamed(agent, "Hello", session=AbortingSession("conversation-aborted"))
+    with pytest.raises(SessionSaveAborted) as raised:
+        async for _ in result.stream_events():
+            pass
+    # Stored by the SDK's _check_errors(): the run task ended when it queued its last event, as without openprogram.
+    assert result._stored_exception is raised.value
+    session_id = adapter.last_run_session_id()
+    assert session_id is not None
+    run = one(calls(openprogram.open_store(), session_id), "Saver", "agent")
+    assert run.status == "error" and "SessionSaveAborted" in (run.error or "")
+
+
+# --- nothing of ours logged as an error ------------------------------------------------------------------
+
+
+def test_a_conversations_session_with_no_remote_conversation_yet_records_its_run_with_no_error_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from openprogram._runtime import forget_logged
+
+    forget_logged()  # the log-once rule, as in a new process
+    conversation, paths = conversations_session()  # its session_id raises ValueError until the first request
+    caplog.set_level(logging.ERROR, logger="openprogram")
+    agent = Agent(name="Chatty", model=scripted_model(["hello"]))
+    assert Runner.run_sync(agent, "hi", session=conversation).final_output == "hello"
+    assert "POST /v1/conversations" in paths and conversation.session_id == "conv_1"
+    assert [r.getMessage() for r in caplog.records if r.name == "openprogram"] == []
+    session_id = adapter.last_run_session_id()
+    assert session_id is not None
+    assert one(calls(openprogram.open_store(), session_id), "Chatty", "agent").status == "ok"
+
+
+async def test_guardrail_whose_function_has_no_name_is_a_call_named_by_its_type_with_no_error_logged(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agents import InputGuardrail
+    from openprogram._runtime import forget_logged
+
+    class Polite:
+        """A callable object: no ``__name__``, so the SDK's ``get_name()`` raises."""
+
+        def __call__(self, context: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+            return GuardrailFunctionOutput(output_info="fine", tripwire_triggered=False)
+
+    forget_logged()
+    caplog.set_level(logging.ERROR, logger="openprogram")
+    guardrail: InputGuardrail[Any] = InputGuardrail(guardrail_function=Polite())
+    agent = Agent(name="Guarded", model=scripted_model(["ok"]))
+    async with openprogram.session_context(store=store) as h:
+        result = await guardrail.run(agent, "hello", RunContextWrapper(context=None))
+    assert result.output.output_info == "fine"
+    assert [r.getMessage() for r in caplog.records if r.name == "openprogram"] == []
+    assert one(calls(store, h.session_id), "Polite", "call").output == {
+        "output_info": "fine",
+        "tripwire_triggered": False,
+    }
