@@ -118,7 +118,7 @@ def _run_of(
         if above is None and agent is None:
             return below, depth  # ``current`` is the turn: ``below`` is its top-level call
         depth += 1
-        current, below = above, current
+        below, current = current, above
     return None
 
 
