@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._calls import call_scope, tool
 from ._capture import Limits, set_limits
 from ._configure import configure
+from ._history import history
 from ._instrumentation import instrument, instrumented, uninstrument
 from ._recording import (
     SessionHandle,
@@ -57,6 +58,7 @@ __all__ = [
     "flush",
     "flush_async",
     "get_current_session",
+    "history",
     "implicit_session",
     "instrument",
     "instrumented",

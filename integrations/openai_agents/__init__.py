@@ -7,5 +7,7 @@ Importing this package imports only the adapter, which imports no framework.
 from __future__ import annotations
 
 from .adapter import OpenAIAgentsIntegration, last_run_session_id
+from .history import as_input
+from .session import OpenProgramSession
 
-__all__ = ["OpenAIAgentsIntegration", "last_run_session_id"]
+__all__ = ["OpenAIAgentsIntegration", "OpenProgramSession", "as_input", "last_run_session_id"]

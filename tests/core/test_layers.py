@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"_recording"},  # the current session and call, the record, the writer, the spill
     {"_sessions"},  # entry, the no-session policy, run identity
     {"_calls"},  # call scopes, @tool, later calls, model calls
-    {"_undo", "_instrumentation", "_otlp", "_viewer"},  # the features
+    {"_undo", "_instrumentation", "_otlp", "_viewer", "_history"},  # the features
     {"_configure", "_kit"},  # the facades: configure() and the adapter kit
     {"__init__"},  # the public API
     {"_cli"},  # the command line
