@@ -77,7 +77,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "langgraph": ["langgraph-checkpoint-sqlite>=2.0", "langchain>=1.0,<2"],
     "crewai": [],
     "semantic_kernel": ["httpx"],
-    "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk"],  # the cross tree; its own tracing beside ours
+    "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
     "openai_agents": ["langgraph>=1.0"],  # the cross tree
 }
 EXTRAS = {

@@ -13,6 +13,7 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
   driver, with its two semantics (:func:`frameless_steps_in_current_context`: the first,
   driven from C, for a generator that warns about its caller);
 - :func:`run_session` — which session a framework run records into;
+- :func:`run_blocking` — blocking work (a store lookup) a coroutine awaits, on openprogram's own threads;
 - :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths;
 - :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
   :func:`reply`, :func:`usage`, :func:`model_inputs`, :func:`messages_of` — a request to a chat model as an
@@ -66,6 +67,7 @@ from ._runtime import (
     guarded,
     log_once,
     propagate,
+    run_blocking,
     steps_in_context,
     steps_in_current_context,
     steps_under_call,
@@ -111,6 +113,7 @@ __all__ = [
     "reply",
     "records_itself",
     "register_control_flow",
+    "run_blocking",
     "run_session",
     "shape_of",
     "steps_in_context",

@@ -6,9 +6,12 @@ records each run as an ``agent`` call named after the agent: ``run``, ``run_sync
 patched. Its input is the prompt, its output the run's output (a structured output as its
 data), its attributes the run's ``run_id`` and ``conversation_id``.
 
-Inside the run, Pydantic AI's own hook point records the rest: the patched ``iter`` adds
-openprogram's capability to the run's capabilities, in the outermost tier (where Pydantic AI's
-Logfire/OpenTelemetry instrumentation sits too). Its hooks record
+Inside the run, Pydantic AI's own hook point records the rest: openprogram's capability, in
+the outermost tier (where Pydantic AI's Logfire/OpenTelemetry instrumentation sits too). An
+agent built after ``instrument()`` is given it with its own capabilities (the patched
+``Agent.__init__``, and ``Agent.override`` when it replaces them), so a run's capabilities are
+the agent's alone and Pydantic AI resolves and reuses the run's model as it does plain; the
+patched ``iter`` adds it to each run of an agent built before. Its hooks record
 
 - each model request (``wrap_model_request``, streamed ones too) as an ``llm`` call with the
   model's name, its provider (``Model.system``) and the usage the model reported, its messages
@@ -25,7 +28,8 @@ the run does: tools (the threads sync tools run in, the tasks parallel calls run
 instructions and system-prompt functions, dependencies, nested agent runs. A run started with
 no session open records into the session bound to the conversation it continues (its id passed,
 or the latest one on ``message_history``), else into the process's implicit session: see
-:func:`last_run_session_id`.
+:func:`last_run_session_id`. That session is found off the event loop: opening the store and
+looking a conversation up read files.
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import inspect
 import json
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from openprogram import NoSessionError
+from openprogram import NoSessionError, get_current_session
 from openprogram._kit import (
     Integration,
     LaterCall,
@@ -57,6 +63,7 @@ from openprogram._kit import (
     records_itself,
     register_control_flow,
     reply,
+    run_blocking,
     run_session,
     tool_call,
     usage,
@@ -83,11 +90,17 @@ class PydanticAIIntegration(Integration):
     def __init__(self) -> None:
         super().__init__()
         self.capabilities: tuple[Any, ...] = ()
+        # The agents built holding this integration's capabilities (by id: an Agent is not hashable).
+        self.holders: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
     def targets(self) -> Sequence[Target]:
         from pydantic_ai.models import ModelRequestContext  # type: ignore[import-not-found, unused-ignore]
 
-        targets = [Target("pydantic_ai.agent:Agent", "iter", _wrap_iter)]
+        targets = [
+            Target("pydantic_ai.agent:Agent", "__init__", _wrap_init),
+            Target("pydantic_ai.agent:Agent", "override", _wrap_override),
+            Target("pydantic_ai.agent:Agent", "iter", _wrap_iter),
+        ]
         if "streaming" not in {field.name for field in dataclasses.fields(ModelRequestContext)}:
             # Before 2.14 the hooks are not told that a request is streamed: its node's stream() is.
             targets.append(Target("pydantic_ai._agent_graph:ModelRequestNode", "stream", _marking_streamed))
@@ -115,6 +128,57 @@ def last_run_session_id() -> str | None:
 # --- agent runs --------------------------------------------------------------------------------
 
 
+def _wrap_init(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``Agent.__init__``: the agent holds openprogram's capability among its own.
+
+    Pydantic AI keys a run's model resolution by its capabilities' identity: a capability added to
+    each run would make it resolve (and, in ``async with agent:``, enter) the run's model anew.
+    """
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        capabilities = getattr(integration, "capabilities", None)
+        if not integration.active or not capabilities:
+            original(self, *args, **kwargs)
+            return
+        original(self, *args, **_with_capabilities(kwargs, capabilities))
+        _holders(integration)[id(self)] = self
+
+    return wraps_like(original)(__init__)
+
+
+def _wrap_override(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``Agent.override(capabilities=...)`` replaces the agent's capabilities: it keeps openprogram's."""
+
+    def override(self: Any, *args: Any, **kwargs: Any) -> Any:
+        capabilities = getattr(integration, "capabilities", None)
+        replaced = kwargs.get("capabilities")
+        if (
+            integration.active
+            and capabilities
+            and isinstance(replaced, Sequence)
+            and _holds(integration, self)
+            and not any(given is capabilities[0] for given in replaced)
+        ):
+            kwargs = _with_capabilities(kwargs, capabilities)
+        return original(self, *args, **kwargs)
+
+    return wraps_like(original)(override)
+
+
+def _holders(integration: Integration) -> weakref.WeakValueDictionary[int, Any]:
+    return cast(PydanticAIIntegration, integration).holders
+
+
+def _holds(integration: Integration, agent: Any) -> bool:
+    """Whether ``agent`` holds the integration's capabilities: built with them (see :func:`_wrap_init`), or a copy."""
+    if _holders(integration).get(id(agent)) is agent:
+        return True
+    with guarded(FRAMEWORK, "reading an agent's capabilities"):
+        own = agent.root_capability.capabilities
+        return any(isinstance(held, _Hooks) and held.integration is integration for held in own)
+    return False
+
+
 def _wrap_iter(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     """``Agent.iter``: every way of running an agent enters it; it returns an async context manager."""
 
@@ -122,7 +186,8 @@ def _wrap_iter(original: Callable[..., Any], integration: Integration) -> Callab
         capabilities = getattr(integration, "capabilities", None)
         if not integration.active or not capabilities:
             return original(self, *args, **kwargs)
-        return _recorded_run(original, self, args, kwargs, capabilities)
+        # An agent built before instrument() lacks the capability: its runs are given it.
+        return _recorded_run(original, self, args, kwargs, () if _holds(integration, self) else capabilities)
 
     return wraps_like(original)(iter)
 
@@ -132,7 +197,7 @@ async def _recorded_run(
     original: Callable[..., Any], agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any], capabilities: Sequence[Any]
 ) -> AsyncIterator[Any]:
     """The run as an ``agent`` call, current around ``iter``'s block, in the session the policy gives."""
-    name, inputs, entry = _describe_run(agent, args, kwargs)
+    name, inputs, entry = await _describe_run(agent, args, kwargs)
     async with entry if entry is not None else contextlib.nullcontext():
         opened = open_call("agent", name, FRAMEWORK, inputs)  # logs its own errors
         if opened is None:
@@ -150,12 +215,17 @@ async def _recorded_run(
         close_call(opened, None, _run_output(run), None, _run_attributes(run))
 
 
-def _describe_run(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, RunEntry | None]:
+async def _describe_run(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, RunEntry | None]:
     name = "agent"
     with guarded(FRAMEWORK, "describing an agent run"):
         name = str(getattr(agent, "name", None) or "agent")
         prompt = args[0] if args else kwargs.get("user_prompt")
-        entry = run_session(FRAMEWORK, f"agent {name!r}", _conversation_key(kwargs), runtime=f"pydantic_ai:{name}")
+        find = functools.partial(
+            run_session, FRAMEWORK, f"agent {name!r}", _conversation_key(kwargs), runtime=f"pydantic_ai:{name}"
+        )
+        # With no session open, finding one opens the store and reads it: off the event loop.
+        # Inside one, it only binds the conversation to it.
+        entry = await run_blocking(find) if get_current_session() is None else find()
         return name, None if prompt is None else {"prompt": _content(prompt)}, entry
     return name, None, None
 
@@ -345,9 +415,11 @@ class _SentRequest:
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         global _hooks_first
+        if not self.integration.active:  # an agent built under an earlier instrument(): another one records
+            return request_context
         waiting = _waiting.get()
         if waiting is None:
-            _hooks_first = self.integration.active  # no wrap of ours is waiting: the hooks run first
+            _hooks_first = True  # no wrap of ours is waiting: the hooks run first
         elif waiting.call is None:
             waiting.call = _begin_request(request_context)
         return request_context
