@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 
-from openprogram import NoSessionError
+from openprogram import NoSessionError, get_current_session
 from openprogram._kit import (
     ORIGINAL,
     Integration,
@@ -52,6 +52,7 @@ from openprogram._kit import (
     open_call,
     records_itself,
     reply,
+    run_blocking,
     run_session,
     shape_of,
     tool_call,
@@ -267,6 +268,14 @@ def _run_entry(agent: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
     return run_session(FRAMEWORK, what, key[1], namespace=key[0], runtime="openai_agents")
 
 
+async def _found_entry(agent: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
+    """:func:`_run_entry` for a run on an event loop: with no session open, finding one opens the store
+    and reads it, so that happens on openprogram's threads; inside one, it only binds the run's identity."""
+    if get_current_session() is not None:
+        return _run_entry(agent, kwargs)
+    return await run_blocking(_run_entry, agent, kwargs)
+
+
 def _run_agent(agent: Any, given: Any) -> Any:
     """The agent a run starts with: a resumed ``RunState``'s current agent, else the starting agent."""
     resumed = getattr(given, "_current_agent", None)
@@ -318,7 +327,7 @@ def _wrap_run(original: Callable[..., Any], integration: Integration) -> Callabl
         if not integration.active:
             return await original(*call_args, **kwargs)
         agent = _run_agent(starting_agent, input)
-        entry = _run_entry(agent, kwargs)
+        entry = await _found_entry(agent, kwargs)
         if entry is None:
             return await _recorded_run(original, agent, input, call_args, kwargs, _same)
         async with entry:
@@ -341,7 +350,7 @@ def _wrap_streamed_run(original: Callable[..., Any], integration: Integration) -
         given = state if kwargs.get("is_resumed_state") else _argument(args, kwargs, 0, "starting_input")
         result = _argument(args, kwargs, 1, "streamed_result")
         agent = _run_agent(_argument(args, kwargs, 2, "starting_agent"), state)
-        entry = _run_entry(
+        entry = await _found_entry(
             agent,
             {
                 "session": _argument(args, kwargs, 11, "session"),
