@@ -205,8 +205,16 @@ def _key(message: Any) -> tuple[Any, ...]:
 
 
 def _text(content: Any) -> str:
+    if content is None:  # no text: Pydantic AI records a reply of tool calls only so, LangChain re-sends it as ""
+        return ""
     if isinstance(content, str):
-        return content.strip()
+        text = content.strip()
+        if text.startswith("{"):  # a structured result another framework re-sent as JSON text, key order its own
+            try:
+                return json.dumps(json.loads(text), sort_keys=True, default=str)
+            except ValueError:
+                pass
+        return text
     if isinstance(content, list):  # parts: the text ones joined
         texts = [p.get("text") if isinstance(p, dict) else p for p in content]
         return "".join(t for t in texts if isinstance(t, str)).strip()

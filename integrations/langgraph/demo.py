@@ -3,7 +3,8 @@
 A scripted chat model (each request an ``llm`` call with its token usage) asks
 for three tools at once (run in parallel by a ``ToolNode``), the agent loops back, and a review node pauses with
 ``interrupt()``; the demo answers with ``Command(resume=...)`` on the same
-thread, so both runs land in the demo's session.
+thread, so both runs land in the demo's session. Continued (``openprogram demo --session ID``), the agent
+is given the session's history (``openprogram.history()``) and its answer says what it was asked before.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 __all__ = ["run_demo"]
 
+QUESTION = "Weather in Paris, population of Oslo?"
+
 
 def _build_graph() -> Any:
     import operator
@@ -22,7 +25,8 @@ def _build_graph() -> Any:
     import openprogram
     from langchain_core.language_models import LangSmithParams
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, AnyMessage
+    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+    from langchain_core.outputs import ChatResult
     from langchain_core.tools import tool
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
@@ -54,6 +58,16 @@ def _build_graph() -> Any:
 
         def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
             return LangSmithParams(ls_provider="offline", ls_model_name=self.model_name, ls_model_type="chat")
+
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+            # The scripted answer, and what the model remembers: the questions it was given before this one.
+            result = super()._generate(messages, *args, **kwargs)
+            answer = result.generations[0].message
+            asked = [str(m.content) for m in messages if m.type == "human"][:-1]
+            if asked and not getattr(answer, "tool_calls", None):
+                remembered = f"{answer.content} (You asked me before: {asked[-1]!r}.)"
+                result.generations[0].message = answer.model_copy(update={"content": remembered})
+            return result
 
     model = DemoChatModel(
         messages=iter(
@@ -114,11 +128,27 @@ def run_demo(emit: Callable[[str], None]) -> None:
     from langchain_core.messages import HumanMessage
     from langgraph.types import Command
 
+    from .history import as_messages
+
     graph = _build_graph()
     config = {"configurable": {"thread_id": f"demo-{uuid.uuid4().hex[:12]}"}}
-    paused = graph.invoke({"messages": [HumanMessage("Weather in Paris, population of Oslo?")]}, config)
+    earlier = _earlier_conversation(emit)
+    if earlier:
+        emit(f"langgraph: agent given openprogram.history(agent='demo_agent'): {len(earlier)} earlier messages")
+    paused = graph.invoke({"messages": [*as_messages(earlier), HumanMessage(QUESTION)]}, config)
     question = paused["__interrupt__"][0].value
     emit(f"langgraph: agent paused: {question['question']} (draft: {question['draft']!r})")
     done = graph.invoke(Command(resume="approved"), config)
     thread = config["configurable"]["thread_id"]
     emit(f"langgraph: resumed with 'approved' -> decisions {done['decisions']}; thread {thread}")
+
+
+def _earlier_conversation(emit: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The demo agent's conversation in the session's earlier turns (none in a new session)."""
+    import openprogram
+
+    try:
+        return openprogram.history(agent="demo_agent")
+    except ValueError as exc:  # recorded with content capture off: the agent starts afresh
+        emit(f"langgraph: agent not given the history: {exc}")
+        return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -76,6 +77,50 @@ def test_a_turn_run_without_the_history_is_added_after_it(store: openprogram.Sto
     with openprogram.session_context(first.session_id, store=store):
         agent("and Oslo?")  # the agent was not given the history: its request starts afresh
         assert openprogram.history() == turn_of("weather in Paris?") + turn_of("and Oslo?")
+
+
+def test_a_reply_without_text_repeated_as_empty_text_by_another_framework_is_joined(
+    store: openprogram.Store,
+) -> None:
+    # Pydantic AI records a reply of tool calls only with no content; LangChain re-sends it as "".
+    call = tool_call("c1", "search", {"q": "Paris"})
+    asked = [{"role": "user", "content": "Paris?"}]
+    with openprogram.session_context(store=store) as h:
+        first = ask(asked, reply(None, tool_calls=[call]))
+        asked += [first, {"role": "tool", "content": "found", "tool_call_id": "c1"}]
+        asked.append(ask(asked, reply("sunny")))
+        again = [{**m, "content": m["content"] or ""} for m in asked]
+        ask([*again, {"role": "user", "content": "Oslo?"}], reply("rainy"))
+    assert [m["content"] for m in openprogram.history(h.session_id, store=store)] == [
+        "Paris?",
+        "",
+        "found",
+        "sunny",
+        "Oslo?",
+        "rainy",
+    ]
+
+
+def test_a_structured_tool_result_repeated_as_json_text_by_another_framework_is_joined(
+    store: openprogram.Store,
+) -> None:
+    # Pydantic AI records a tool's dict as it was returned; the Semantic Kernel converter re-sends it as JSON text.
+    call = tool_call("c1", "forecast", {"city": "Paris"})
+    result = {"sky": "sunny", "celsius": 21}
+    asked: list[dict[str, Any]] = [{"role": "user", "content": "Paris?"}]
+    with openprogram.session_context(store=store) as h:
+        asked += [ask(asked, reply("", tool_calls=[call])), {"role": "tool", "content": result, "tool_call_id": "c1"}]
+        asked.append(ask(asked, reply("sunny")))
+        again = [{**m, "content": json.dumps(m["content"])} if m["role"] == "tool" else m for m in asked]
+        ask([*again, {"role": "user", "content": "Oslo?"}], reply("rainy"))
+    assert [m["role"] for m in openprogram.history(h.session_id, store=store)] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
 
 
 def test_system_true_keeps_the_system_prompt_once(store: openprogram.Store) -> None:
@@ -157,8 +202,6 @@ def test_another_process_reads_the_history_from_the_default_store(tmp_path: Any)
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    import json
-
     assert json.loads(done.stdout) == turn_of("weather in Paris?")
 
 

@@ -42,3 +42,17 @@ def test_cli_demo_and_show_draw_the_langgraph_tree(tmp_path: Any) -> None:
         "interrupt review (langgraph) [ok]",
     ):
         assert fragment in tree, tree
+
+
+def test_a_continued_demo_agent_is_given_the_history_and_says_what_it_was_asked(store: Any) -> None:
+    with openprogram.session_context(store=store) as first:
+        run_demo([].append)
+    lines: list[str] = []
+    with openprogram.session_context(first.session_id, store=store):
+        run_demo(lines.append)
+    draft = next(line for line in lines if "paused" in line)
+    assert "You asked me before: 'Weather in Paris, population of Oslo?'" in draft, lines
+    continued = by_kind(calls(store, first.session_id), "llm")[2]  # the second turn's first request
+    turn = ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    assert [m["role"] for m in continued.inputs["messages"]] == [*turn, "user"]
+    assert len(openprogram.history(first.session_id, store=store, agent="demo_agent")) == 12
