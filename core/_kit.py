@@ -13,6 +13,8 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
   driver, with its two semantics (:func:`frameless_steps_in_current_context`: the first,
   driven from C, for a generator that warns about its caller);
 - :func:`run_session` — which session a framework run records into;
+- :func:`answered` / :data:`NO_RESULT` — a session's history with every tool call followed by a result,
+  as converters into a framework's messages need it;
 - :func:`run_blocking` — blocking work (a store lookup) a coroutine awaits, on openprogram's own threads;
 - :func:`open_call` / :func:`close_call` — the lean pair for hand-written hot paths;
 - :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
@@ -43,6 +45,7 @@ from ._calls import (
     usage,
 )
 from ._capture import content_captured, json_string
+from ._history import NO_RESULT, answered
 from ._instrumentation import (
     ORIGINAL,
     Describe,
@@ -75,6 +78,7 @@ from ._runtime import (
 from ._sessions import RunEntry, last_run_session_id, run_session
 
 __all__ = [
+    "NO_RESULT",
     "ORIGINAL",
     "CallsByKey",
     "Describe",
@@ -85,6 +89,7 @@ __all__ = [
     "ModelStream",
     "Opened",
     "RunEntry",
+    "answered",
     "StreamCall",
     "Target",
     "Wrap",

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from openprogram._kit import answered
+
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
@@ -15,12 +17,14 @@ __all__ = ["as_messages"]
 def as_messages(history: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
     """``openprogram.history()`` as LangChain messages (system, human, AI with its tool calls, tool results).
 
+    A tool call the record holds no result for is given one saying so (:data:`openprogram._kit.NO_RESULT`).
+
     >>> graph.invoke({"messages": [*as_messages(openprogram.history()), HumanMessage(question)]})
     """
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     made: list[BaseMessage] = []
-    for message in history:
+    for message in answered(history):  # LangGraph's agents refuse a tool call with no result
         role, content = message.get("role"), message.get("content") or ""
         if role == "system":
             made.append(SystemMessage(content))
@@ -33,7 +37,8 @@ def as_messages(history: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
             ]
             made.append(AIMessage(content, tool_calls=calls))
         elif role == "tool":
-            made.append(ToolMessage(content, tool_call_id=message.get("tool_call_id") or ""))
+            text = content if isinstance(content, (str, list)) else json.dumps(content, default=str)
+            made.append(ToolMessage(text, tool_call_id=message.get("tool_call_id") or ""))
         else:
             raise ValueError(f"not a message of openprogram.history(): {dict(message)!r}")
     return made

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from openprogram._kit import answered
+
 if TYPE_CHECKING:
     from agents import TResponseInputItem
 
@@ -19,7 +21,7 @@ def as_input(history: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
     >>> await Runner.run(agent, [*as_input(openprogram.history()), {"role": "user", "content": question}])
     """
     made: list[dict[str, Any]] = []
-    for message in history:
+    for message in answered(history):  # providers reject a function call with no output
         role, content = message.get("role"), message.get("content")
         if role in ("system", "user", "assistant"):
             calls = message.get("tool_calls") or () if role == "assistant" else ()

@@ -6,13 +6,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from openprogram._kit import NO_RESULT, answered
+
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequestPart
 
 __all__ = ["NO_RESULT", "as_messages"]
-
-#: The result given to a tool call the record holds no result for (see :func:`as_messages`).
-NO_RESULT = "No result was recorded: the run ended with this call."
 
 
 def as_messages(history: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
@@ -38,22 +37,15 @@ def as_messages(history: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
     made: list[ModelMessage] = []
     parts: list[ModelRequestPart] = []  # the request being gathered
     names: dict[str, str] = {}  # tool call id -> the tool it called (a tool return names it too)
-    unanswered: dict[str, str] = {}  # the last response's tool calls with no result yet
 
-    def close_unanswered() -> None:
-        # A call with no recorded result (an output tool ends a run so, or the run stopped there):
-        # Pydantic AI refuses a history holding one, and providers reject it.
-        parts.extend(ToolReturnPart(name, NO_RESULT, tool_call_id=call_id) for call_id, name in unanswered.items())
-        unanswered.clear()
-
-    for message in history:
+    # A call with no recorded result (an output tool ends a run so, or the run stopped there) is given
+    # NO_RESULT: Pydantic AI refuses a history holding one, and providers reject it.
+    for message in answered(history):
         role, content = message.get("role"), message.get("content")
         if role == "tool":
             call_id = str(message.get("tool_call_id") or "")
-            unanswered.pop(call_id, None)
             parts.append(ToolReturnPart(names.get(call_id, ""), content, tool_call_id=call_id))
             continue
-        close_unanswered()
         if role == "system":
             parts.append(SystemPromptPart(_text(content)))
         elif role == "user":
@@ -66,12 +58,11 @@ def as_messages(history: Iterable[Mapping[str, Any]]) -> list[ModelMessage]:
             said: list[Any] = [TextPart(text)] if text else []
             for call in message.get("tool_calls") or ():
                 call_id, name = str(call.get("id") or ""), str(call.get("name") or "")
-                names[call_id] = unanswered[call_id] = name
+                names[call_id] = name
                 said.append(ToolCallPart(name, _arguments(call.get("arguments")), tool_call_id=call_id))
             made.append(ModelResponse(parts=said))
         else:
             raise ValueError(f"not a message of openprogram.history(): {dict(message)!r}")
-    close_unanswered()
     if parts:
         made.append(ModelRequest(parts=parts))
     return made

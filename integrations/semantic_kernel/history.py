@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from openprogram._kit import answered
+
 if TYPE_CHECKING:
     from semantic_kernel.contents import ChatHistory
 
@@ -29,7 +31,7 @@ def as_chat_history(history: Iterable[Mapping[str, Any]]) -> ChatHistory:
     roles = {"system": AuthorRole.SYSTEM, "user": AuthorRole.USER, "assistant": AuthorRole.ASSISTANT}
     names: dict[str, str] = {}  # tool call id -> the function it called (a result names it too)
     made = ChatHistory()
-    for message in history:
+    for message in answered(history):  # providers reject a function call with no result
         role, content = message.get("role"), message.get("content")
         text = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
         items: list[Any] = [TextContent(text=text)] if text else []

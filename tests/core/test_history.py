@@ -233,3 +233,23 @@ def _timed(fn: Any) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
+
+
+def test_answered_gives_each_tool_call_left_without_a_result_one_saying_so() -> None:
+    from openprogram._kit import NO_RESULT, answered
+
+    history = [
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("a", "f", {}), tool_call("b", "g", {})]},
+        {"role": "tool", "content": "1", "tool_call_id": "a"},
+        {"role": "user", "content": "next"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c", "h", {})]},
+    ]
+    assert answered(history) == [
+        history[0],
+        history[1],
+        {"role": "tool", "content": NO_RESULT, "tool_call_id": "b"},
+        history[2],
+        history[3],
+        {"role": "tool", "content": NO_RESULT, "tool_call_id": "c"},
+    ]
+    assert answered(history[:2]) == [*history[:2], {"role": "tool", "content": NO_RESULT, "tool_call_id": "b"}]

@@ -88,3 +88,22 @@ def test_as_messages_round_trips_the_one_shape() -> None:
     assert made[2].tool_calls[0]["args"] == {"a": 1} and made[3].tool_call_id == "c1"
     with pytest.raises(ValueError, match="not a message"):
         as_messages([{"role": "unknown", "content": "?"}])
+
+
+def test_a_history_ending_on_an_unanswered_tool_call_is_continued(store: openprogram.Store) -> None:
+    """A structured output's call (Pydantic AI ends a run with it) has no result in the record: LangGraph's
+    agents refuse such a history, so the call is given one saying so; a dict result becomes JSON text."""
+    ended = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "w1", "name": "weather", "arguments": {}}]},
+        {"role": "tool", "content": {"sky": "clear"}, "tool_call_id": "w1"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "out", "name": "final_result", "arguments": {}}]},
+    ]
+    model = Forecaster()
+    agent = create_react_agent(model, [weather])
+    with openprogram.session_context(store=store):
+        agent.invoke({"messages": [*as_messages(ended), HumanMessage("And in Oslo?")]})
+    sent = model._requests[0]
+    assert [m.type for m in sent] == ["human", "ai", "tool", "ai", "tool", "human"]
+    assert sent[2].content == '{"sky": "clear"}'
+    assert sent[4].tool_call_id == "out" and "No result was recorded" in str(sent[4].content)
