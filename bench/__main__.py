@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "reliability": ("reliability.py", None, None),
     "startup": ("startup.py", "langgraph", "langgraph"),
     "llm-cost": ("llm_cost.py", None, None),
+    "capture-cost": ("capture_cost.py", None, None),
     "undo-cost": ("undo_cost.py", None, None),
     "otlp-live": ("otlp_live.py", "opentelemetry.exporter.otlp.proto.http", "otlp"),
     "p3-pydantic-ai": ("p3_pydantic_ai.py", "pydantic_ai", "pydantic-ai"),

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from . import scalars, walk
+from .credentials import may_hold_credential
 from .precheck import needs_care
-from .redaction import SECRET_INITIALS, is_secret_key
+from .redaction import is_secret_key
 from .scalars import ATOMIC_TYPES, BIG, REDACTED_JSON, Shape, encode_string, scalar_json_within, shape_of
 from .settings import Limits
 from .walk import NOTHING, Budget, convert_object, describe, safe_str, sorted_safely, walk_value
@@ -167,12 +168,7 @@ def arguments_json(names: tuple[str, ...] | Shape, args: tuple[Any, ...], kwargs
         for arg in args:
             kind = type(arg)
             if kind is str:
-                if (
-                    len(arg) > max_string
-                    or "@" in arg
-                    or "assword" in arg
-                    or (len(arg) > 7 and arg[0] in SECRET_INITIALS)
-                ):
+                if len(arg) > max_string or may_hold_credential(arg):
                     break
                 values.append(encode_string(arg))
             elif kind is int and -BIG < arg < BIG:
@@ -197,13 +193,7 @@ def arguments_json(names: tuple[str, ...] | Shape, args: tuple[Any, ...], kwargs
         kind = type(arg)
         if hidden:
             parts.append(key + REDACTED_JSON)
-        elif (
-            kind is str
-            and len(arg) <= max_string
-            and (len(arg) < 8 or arg[0] not in SECRET_INITIALS)
-            and "@" not in arg
-            and "assword" not in arg
-        ):
+        elif kind is str and len(arg) <= max_string and not may_hold_credential(arg):
             parts.append(key + encode_string(arg))
         elif kind is int and -BIG < arg < BIG:
             parts.append(key + int.__repr__(arg))
@@ -271,12 +261,7 @@ def mapping_json(value: Mapping[str, Any]) -> str:
 
 def _plain_text(text: str, max_string: int) -> bool:
     """Short and nothing in it that redaction looks for: encoded as it is."""
-    return (
-        len(text) <= max_string
-        and (len(text) < 8 or text[0] not in SECRET_INITIALS)
-        and "@" not in text
-        and "assword" not in text
-    )
+    return len(text) <= max_string and not may_hold_credential(text)
 
 
 def _flat_small(value: dict[Any, Any]) -> bool:
@@ -288,13 +273,7 @@ def _flat_small(value: dict[Any, Any]) -> bool:
 
 def scalar_json(value: Any) -> str:
     """JSON text of ``capture(value)`` for a value of :data:`ATOMIC_TYPES`."""
-    if (
-        type(value) is str
-        and len(value) <= _limits.max_string
-        and (len(value) < 8 or value[0] not in SECRET_INITIALS)
-        and "@" not in value
-        and "assword" not in value
-    ):
+    if type(value) is str and len(value) <= _limits.max_string and not may_hold_credential(value):
         return encode_string(value)  # nothing to cut or redact: the common case, without the checks below
     return scalar_json_within(value, _limits)
 

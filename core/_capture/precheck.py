@@ -1,81 +1,59 @@
 """Whether a text from the C encoder may hold anything the careful walk would redact (:func:`needs_care`).
 
-Its checks are supersets of what the walk redacts: credential-looking strings, passwords in
-connection strings, secret-looking keys.
+Its checks are supersets of what the walk redacts: anything a credential rule may match inside a
+string, secret-looking keys, and strings that name the next item of their list (a header pair's
+``["Authorization", ...]``, argv's ``"--password"``).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from typing import Final
 
-from .redaction import is_secret_key
+from .credentials import KEY_WORDS, holds_format_head, holds_key_word, names_a_value_at
+from .secret_names import is_secret_key
 
 __all__ = ["needs_care"]
 
-# Literal prefixes keep the regex scans at C speed. A tab or newline after "Bearer" is escaped
-# in the encoded text: a backslash there counts too.
-_CREDENTIAL_STRING: Final = re.compile(r'"(?:Bearer[\s\\]|Basic[\s\\]|sk-|gh[pousr]_|xox[abpr]-|AKIA|AIza)')
-_URL_CREDENTIALS: Final = re.compile(r'://[^"\s/@]{0,512}@')  # bounded: linear on long texts
-_JSON_KEY: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)":')
-
-
-def _may_hold_credential(text: str) -> bool:
-    """Whether a string in ``text`` may start like a credential: the literal heads of
-    ``_CREDENTIAL_STRING``, each found by a substring scan, cheaper than the regex trying
-    every quote of a JSON text."""
-    return (
-        '"sk-' in text
-        or '"gh' in text
-        or '"xox' in text
-        or '"AKIA' in text
-        or '"AIza' in text
-        or '"Bearer' in text
-        or '"Basic' in text
-    )
-
-
-_KEY_WORDS: Final = ("key", "token", "auth", "pass", "secret", "pwd", "credential", "cookie", "signature")
-"""Every secret key (:func:`is_secret_key`) contains one of these, case aside."""
-
 
 def needs_care(text: str) -> bool:
-    if "assword" in text or (_may_hold_credential(text) and _CREDENTIAL_STRING.search(text) is not None):
-        return True
-    if "://" in text and _URL_CREDENTIALS.search(text) is not None:
+    if holds_format_head(text):
         return True
     lowered = text.lower()
-    # _KEY_WORDS spelled out as one expression, not any(...): this runs for every captured value.
-    if not (
-        "key" in lowered
-        or "token" in lowered
-        or "auth" in lowered
-        or "pass" in lowered
-        or "secret" in lowered
-        or "pwd" in lowered
-        or "credential" in lowered
-        or "cookie" in lowered
-        or "signature" in lowered
-    ):
+    if not holds_key_word(lowered):
         return False
-    if not text.isascii():  # not the encoder's output: positions in lower() might shift
-        return _any_secret_key(text)
-    # Only keys holding a key word are judged, each found from the word's position: a text that
+    if not text.isascii():  # not the encoder's output (that is ASCII): positions in lower() might shift
+        return True
+    # Only strings holding a key word are judged, each found from the word's position: a text that
     # merely reports "input_tokens" must not pay for taking every key apart (see bench/README.md).
-    for word in _KEY_WORDS:
+    for word in KEY_WORDS:
         at = lowered.find(word)
+        judged_to = -1  # the end of the last string judged as a key or a list's item
         while at >= 0:
-            end = _closing_quote(text, at)  # the end of the string holding the word
-            if end < 0:
-                return True  # not JSON as the encoder writes it: take the careful path
-            if text.startswith(":", end + 1):  # that string is a key
-                start = text.rfind('"', 0, at)
-                if start <= 0 or text[start - 1] == "\\":
-                    return True  # a quote inside the key before the word: rare, take the careful path
-                if _secret_spelling(text[start + 1 : end]):
+            if names_a_value_at(text, lowered, at, word, in_json=True):
+                return True  # a secret's name and its value inside a string: "password=..."
+            if at > judged_to:
+                end = _closing_quote(text, at)  # the end of the string holding the word
+                if end < 0:
+                    return True  # not JSON as the encoder writes it: take the careful path
+                if _names_a_secret_as_json(text, at, end):
                     return True
-            at = lowered.find(word, end)
+                judged_to = end
+            at = lowered.find(word, at + len(word))
+    return False
+
+
+def _names_a_secret_as_json(text: str, at: int, end: int) -> bool:
+    """Whether the string ending at ``end`` (holding ``at``) is a secret key, or a list's item
+    naming the next as one."""
+    follows = text[end + 1 : end + 2]
+    if follows == ":":  # that string is a key
+        start = text.rfind('"', 0, at)
+        if start <= 0 or text[start - 1] == "\\":
+            return True  # a quote inside the key before the word: rare, take the careful path
+        return _secret_spelling(text[start + 1 : end])
+    if follows == ",":  # a list's item, which may name the next: ["Authorization", ...], "--password"
+        start = _opening_quote(text, at)
+        return (text[start - 1] == "[" or text.startswith("-", start + 1)) and _secret_spelling(text[start + 1 : end])
     return False
 
 
@@ -92,8 +70,17 @@ def _closing_quote(text: str, at: int) -> int:
     return end
 
 
-def _any_secret_key(text: str) -> bool:
-    return any(_secret_spelling(spelled) for spelled in _JSON_KEY.findall(text))
+def _opening_quote(text: str, at: int) -> int:
+    """The index of the last unescaped '"' before ``at`` (0 if none: the text's first character)."""
+    start = text.rfind('"', 0, at)
+    while start > 0 and text[start - 1] == "\\":
+        first = start - 1
+        while first > 0 and text[first - 1] == "\\":
+            first -= 1
+        if (start - first) % 2 == 0:  # an even run of backslashes escapes only itself
+            break
+        start = text.rfind('"', 0, start)
+    return max(start, 0)
 
 
 def _secret_spelling(spelled: str) -> bool:

@@ -1,95 +1,66 @@
-"""What is secret (keys that name secrets, values that look like credentials) and how it is hidden."""
+"""How secrets are hidden: credentials anywhere in a text (see ``credentials``) and secret fields of a repr."""
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Final
+
+from .credentials import credential_spans, may_hold_credential, value_end
+from .secret_names import SECRET_COMPOUNDS, SECRET_WORDS, is_secret_key
 
 __all__ = [
     "REDACTED",
     "SECRET_COMPOUNDS",
-    "SECRET_INITIALS",
-    "SECRET_VALUE",
     "SECRET_WORDS",
     "is_secret_key",
+    "redact_bounded",
     "redact_error_text",
     "redact_repr",
     "redact_text",
 ]
 
 REDACTED: Final = "[redacted]"
-
-SECRET_WORDS: Final = frozenset(
-    {
-        "password",
-        "passwords",
-        "passwd",
-        "pwd",
-        "passphrase",
-        "secret",
-        "secrets",
-        "token",
-        "apikey",
-        "authorization",
-        "auth",
-        "credential",
-        "credentials",
-        "cookie",
-        "cookies",
-        "privatekey",
-        "signature",
-        "sessionkey",
-        "accesskey",
-        "clientsecret",
-    }
-)
-SECRET_COMPOUNDS: Final = ("api_key", "apikey", "access_key", "private_key", "secret_key", "client_secret")
-_WORD_SPLIT: Final = re.compile(r"[^a-z0-9]+")
-# camelCase and acronyms: "dbPassword", "DBPassword", "APIToken" -> db password, api token.
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-# Values that are secrets whatever their key: bearer headers and well-known key prefixes.
-SECRET_VALUE: Final = re.compile(
-    r"^(?:Bearer\s+\S{8,}|Basic\s+[A-Za-z0-9+/=]{8,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
-)
-SECRET_INITIALS: Final = frozenset("BsgxA")  # first letters of every SECRET_VALUE alternative
-# The same credentials anywhere in a text (an error message quoting a key), for texts that are
-# not captured values: error messages.
-_SECRET_ANYWHERE: Final = re.compile(r"(?<![A-Za-z0-9_-])" + SECRET_VALUE.pattern[1:])
-# Passwords inside strings: ``scheme://user:PASSWORD@host`` and ``password=...`` (URL query or libpq DSN).
-# A scheme starts only where a run of scheme characters starts: one tried at every letter is quadratic.
-_URL_PASSWORD: Final = re.compile(
-    r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,32}://[^\s:/@]{0,256}:)[^\s@]{1,256}(?=@)", re.IGNORECASE
-)  # bounded parts: a scan from each "x://" of a long text must not run to its end
-_PARAM_PASSWORD: Final = re.compile(r"((?:^|[\s?&;])(?:ssl)?password\s*=\s*)[^\s&;]+", re.IGNORECASE)
-_key_cache: dict[str, bool] = {}
-
-
-def is_secret_key(key: str) -> bool:
-    """True if a mapping key names something that must not be recorded."""
-    hit = _key_cache.get(key)
-    if hit is None:
-        lowered = _CAMEL.sub("_", key).lower()
-        parts = [p for p in _WORD_SPLIT.split(lowered) if p]
-        # Adjacent pairs too: "x-api-key", "private-key", "SessionKey" spell compound secret words.
-        words = set(parts) | {a + b for a, b in itertools.pairwise(parts)}
-        hit = bool(words & SECRET_WORDS) or any(c in lowered for c in SECRET_COMPOUNDS)
-        if len(_key_cache) < 10_000:
-            _key_cache[key] = hit
-    return hit
-
-
-def redact_error_text(text: str) -> str:
-    """An error message with connection-string passwords and credential-looking values redacted."""
-    return _SECRET_ANYWHERE.sub(REDACTED, redact_text(text))
+# Past this many characters beyond a cut, a secret running across the cut may go unrecognised:
+# that stretch is redacted with the rest but never shown.
+_MARGIN: Final = 512
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the passwords of any connection strings in it replaced by ``[redacted]``."""
-    if "@" in text or "assword" in text:
-        text = _PARAM_PASSWORD.sub(rf"\g<1>{REDACTED}", _URL_PASSWORD.sub(rf"\g<1>{REDACTED}", text))
-    return text
+    """``text`` with every credential the rules find in it replaced by ``[redacted]`` (all of it, if
+    it is one credential; a secret's name, a URL's user, a "Bearer " are kept)."""
+    if len(text) < 5 or not may_hold_credential(text):  # "pwd=x" is the shortest match
+        return text
+    spans = credential_spans(text)
+    if not spans:
+        return text
+    if spans == [(0, len(text))]:
+        return REDACTED
+    pieces: list[str] = []
+    done = 0
+    for start, end in spans:
+        pieces.append(text[done:start])
+        pieces.append(REDACTED)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+# An error message is redacted by the same rules as any text (the same function: no frame more
+# for a message described near the recursion limit).
+redact_error_text: Final = redact_text
+
+
+def redact_bounded(text: str, limit: int) -> str:
+    """``text`` redacted and cut to about ``limit`` characters; only a bounded head is scanned."""
+    if len(text) <= limit:
+        return redact_text(text)
+    if len(text) <= limit + _MARGIN:  # scanned whole: nothing was cut through
+        redacted = redact_text(text)
+        shown = min(limit, len(redacted))
+    else:
+        redacted = redact_text(text[: limit + _MARGIN])
+        shown = max(0, min(limit, len(redacted) - _MARGIN))
+    return f"{redacted[:shown]}...[{len(text) - shown} more chars]" if shown < len(redacted) else redacted
 
 
 # A field name in a repr: ``name=`` (dataclasses, pydantic models, namedtuples), ``name:``
@@ -99,38 +70,6 @@ _REPR_FIELD: Final = re.compile(
     r"""(?<![A-Za-z0-9_-])(?:([A-Za-z_][A-Za-z0-9_-]*)[ \t]*[=:](?![=:/])"""
     r"""|"([^"\\\n]{1,200})"[ \t]*:|'([^'\\\n]{1,200})'[ \t]*:)\s*"""
 )
-_OPENING: Final = "([{<"
-_CLOSING: Final = ")]}>"
-
-
-def _value_end(text: str, at: int) -> int:
-    """Where the value starting at ``at`` ends: at the first separator outside quotes and
-    brackets, which are taken whole wherever they start (``'x'``, ``(a, b)``, ``Token(...)``, ``b'...'``)."""
-    n, i, depth, quote = len(text), at, 0, ""
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-                if depth == 0:
-                    return i + 1
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPENING:
-            depth += 1
-        elif ch in _CLOSING:
-            if depth == 0:
-                return i  # the end of the object holding the field
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif depth == 0 and ch in " \t\r\n,;":
-            return i
-        i += 1
-    return n
 
 
 def redact_repr(text: str) -> str:
@@ -141,7 +80,7 @@ def redact_repr(text: str) -> str:
     found = _REPR_FIELD.search(text)
     while found is not None:
         if is_secret_key(found.group(1) or found.group(2) or found.group(3)):
-            end = _value_end(text, found.end())
+            end = value_end(text, found.end())
             pieces.append(text[done : found.end()])
             pieces.append(REDACTED)
             done = end
@@ -149,4 +88,4 @@ def redact_repr(text: str) -> str:
         else:  # look inside the value too: App(db=DB(password=...))
             found = _REPR_FIELD.search(text, found.end())
     pieces.append(text[done:])
-    return redact_error_text("".join(pieces))
+    return redact_text("".join(pieces))

@@ -6,10 +6,9 @@ import json
 import math
 from typing import Any, Final, NamedTuple
 
-from . import redaction
-from .redaction import REDACTED, SECRET_INITIALS, is_secret_key, redact_text
+from .redaction import REDACTED, is_secret_key, redact_bounded
 from .settings import Limits
-from .walk import big_int, clip
+from .walk import big_int
 
 __all__ = [
     "ATOMIC_TYPES",
@@ -28,10 +27,6 @@ __all__ = [
 # reference and let the background writer encode them later.
 ATOMIC_TYPES: Final = frozenset({str, int, float, bool, type(None), bytes})
 
-# Bound by assignment, not imported: CPython compiles a method call on an imported name
-# (SECRET_VALUE.match) to make a bound method at each call.
-SECRET_VALUE: Final = redaction.SECRET_VALUE
-
 encode_string = json.encoder.encode_basestring_ascii
 json_string: Final = encode_string
 """A str as JSON text, ASCII-only (for adapters building attribute JSON from their framework's own ids)."""
@@ -44,12 +39,7 @@ BIG: Final = 2**63
 def scalar_json_within(value: Any, lim: Limits) -> str:
     kind = type(value)
     if kind is str:
-        if len(value) > 7 and value[0] in SECRET_INITIALS and SECRET_VALUE.match(value):
-            return REDACTED_JSON
-        value = redact_text(value)
-        if len(value) > lim.max_string:
-            value = clip(value, lim.max_string)
-        return encode_string(value)
+        return encode_string(redact_bounded(value, lim.max_string))
     if kind is int:
         return str(value) if -BIG < value < BIG else encode_string(big_int(value))
     if kind is bool:

@@ -8,8 +8,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any, Final
 
-from . import redaction
-from .redaction import REDACTED, is_secret_key, redact_repr, redact_text
+from .redaction import REDACTED, is_secret_key, redact_bounded, redact_repr
 from .settings import Limits
 
 __all__ = [
@@ -24,10 +23,6 @@ __all__ = [
     "sorted_safely",
     "walk_value",
 ]
-
-# Bound by assignment, not imported: CPython compiles a method call on an imported name
-# (SECRET_VALUE.match) to make a bound method at each call.
-SECRET_VALUE: Final = redaction.SECRET_VALUE
 
 
 class Budget:
@@ -66,12 +61,7 @@ def walk_value(value: object, lim: Limits, budget: Budget, depth: int, seen: set
         return "...[truncated]"
     kind = type(value)
     if kind is str:
-        text: str = value  # type: ignore[assignment]
-        if len(text) > 7 and SECRET_VALUE.match(text):
-            budget.left -= 10
-            return REDACTED
-        text = redact_text(text)
-        text = clip(text, min(lim.max_string, max(budget.left, 16)))
+        text = redact_bounded(value, min(lim.max_string, max(budget.left, 16)))  # type: ignore[arg-type]
         budget.left -= len(text) + 2
         return text
     if kind is bool or value is None:
@@ -106,17 +96,22 @@ def walk_value(value: object, lim: Limits, budget: Budget, depth: int, seen: set
         try:
             out: list[Any] = []
             items = value if isinstance(value, (list, tuple)) else sorted_safely(value)
+            hidden = _named_secrets(items) if isinstance(value, (list, tuple)) else ()
             for n, item in enumerate(items):
                 if n >= lim.max_items or budget.left <= 0:
                     out.append(f"...[{len(value) - n} more items]")
                     break
-                out.append(walk_value(item, lim, budget, depth + 1, seen))
+                if n in hidden:
+                    budget.left -= 12
+                    out.append(REDACTED)
+                else:
+                    out.append(walk_value(item, lim, budget, depth + 1, seen))
             budget.left -= 2
             return out
         finally:
             seen.discard(ident)
-    if isinstance(value, BaseException):
-        return clip(f"{type(value).__qualname__}: {safe_str(value)}", lim.max_string)
+    if isinstance(value, BaseException):  # an exception returned as a value: its message is text like any
+        return redact_bounded(f"{type(value).__qualname__}: {safe_str(value)}", lim.max_string)
     converted = convert_object(value)
     if converted is not NOTHING:
         seen.add(ident)
@@ -147,11 +142,22 @@ def _walk_mapping(value: Mapping[Any, Any], lim: Limits, budget: Budget, depth: 
         if n >= lim.max_items or budget.left <= 0:
             out["..."] = f"[{len(items) - n} more keys]"
             break
-        name = key if type(key) is str else describe(key, lim)
-        name = clip(name, 256)
+        name = redact_bounded(key, 256) if type(key) is str else clip(describe(key, lim), 256)
         budget.left -= len(name) + 4
         out[name] = REDACTED if is_secret_key(name) else walk_value(item, lim, budget, depth + 1, seen)
     return out
+
+
+def _named_secrets(items: list[Any] | tuple[Any, ...]) -> set[int] | tuple[()]:
+    """Positions of the values a sequence names as secret: ``("Authorization", value)`` pairs (a
+    header list's items) and argv's ``["--password", value]``."""
+    if len(items) == 2 and type(items[0]) is str and is_secret_key(items[0]):
+        return {1}
+    hidden = set()
+    for n, item in enumerate(items[:-1]):
+        if type(item) is str and item.startswith("-") and "=" not in item and is_secret_key(item.lstrip("-")):
+            hidden.add(n + 1)
+    return hidden or ()
 
 
 NOTHING: Final = object()
