@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 
-from openprogram import NoSessionError, get_current_session
+from openprogram import NoSessionError, get_current_session, session_context
 from openprogram._kit import (
     ORIGINAL,
     Integration,
@@ -60,6 +60,8 @@ from openprogram._kit import (
     wraps_like,
 )
 from openprogram._kit import last_run_session_id as _last_run_session_id
+
+from .session import OpenProgramSession
 
 __all__ = ["OpenAIAgentsIntegration", "last_run_session_id"]
 
@@ -263,6 +265,11 @@ def _run_entry(agent: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
     except Exception as exc:
         log_once(FRAMEWORK, "finding a run's session", exc)
         return None
+    session = kwargs.get("session")
+    if isinstance(session, OpenProgramSession) and get_current_session() is None:
+        # Its id is an openprogram session's: the run records there, as a new turn.
+        context = session_context(session.session_id, store=session.store, runtime="openai_agents")
+        return RunEntry(context, FRAMEWORK, what, "OpenProgramSession")
     if key is None:
         return run_session(FRAMEWORK, what, runtime="openai_agents")
     return run_session(FRAMEWORK, what, key[1], namespace=key[0], runtime="openai_agents")

@@ -53,9 +53,7 @@ class OpenProgramSession:
     that session, else the default store). ``session_settings.limit`` is ``get_items``'s default.
     A store that cannot be read raises: the agent's memory is never silently empty.
 
-    Outside any session, a run given it records into the session its id is bound to: bound by a
-    run inside that session, or by a change made outside a run. (The very first run of an id never
-    used, with no session open, still records its model calls in the adapter's own session for it.)
+    Outside any session, a run given it records into that session (a new turn of it).
     """
 
     session_id: str

@@ -294,6 +294,18 @@ async def test_items_added_outside_a_session_are_a_turn_of_their_own_that_a_late
     assert any(r.kind == "llm" for r in records)  # the run continued the session its items are in
 
 
+async def test_the_first_run_of_a_new_session_id_with_no_session_open_records_into_that_session() -> None:
+    """Its id is an openprogram session's: the run's agent, model calls and items are all one turn of it."""
+    model, _ = responses_model([[("weather", {"city": "Paris"})], "It is sunny in Paris."])
+    agent = Agent(name="forecaster", model=model, tools=[weather])
+    await Runner.run(agent, "What is the weather in Paris?", session=OpenProgramSession("brand_new"))
+    openprogram.flush()
+    kinds = [r.kind for r in openprogram.open_store().iter_calls("brand_new")]
+    assert kinds[:2] == ["turn", "agent"] and kinds.count("turn") == 1
+    assert {"llm", "tool", "memory"} <= set(kinds)
+    assert openprogram.history("brand_new")[-1] == {"role": "assistant", "content": "It is sunny in Paris."}
+
+
 async def test_another_process_continues_the_session_from_the_store(shared_url: str) -> None:
     store_url = shared_url
     model, _ = responses_model([[("weather", {"city": "Paris"})], "It is sunny in Paris."])
