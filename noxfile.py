@@ -78,7 +78,8 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "crewai": [],
     "semantic_kernel": ["httpx"],
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
-    "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6"],  # the cross tree, BlockBuster
+    # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
+    "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
 }
 EXTRAS = {
     "langgraph": "langgraph",
