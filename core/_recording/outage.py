@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import queue
 import threading
 import weakref
 from collections.abc import Callable
@@ -106,7 +107,7 @@ def call_briefly(store: Store, call: Callable[..., T], *args: Any, wait: float |
             # It answered after all (a slow answer on a loaded machine, not a dead store): no outage.
             note_recovery(store)
 
-    threading.Thread(target=run, name="openprogram-store-call", daemon=True).start()
+    _submit(store, run)
     seconds = CALLER_WAIT if wait is None else wait
     if not done.wait(seconds):
         note_outage(store, f"no answer within {seconds:g}s")
@@ -119,6 +120,46 @@ def call_briefly(store: Store, call: Callable[..., T], *args: Any, wait: float |
         note_outage(store, " ".join(str(value).split())[:300] or type(value).__name__)
         raise value
     return value  # type: ignore[no-any-return]
+
+
+#: Seconds a store's caller worker waits for work before it ends (a new call starts another).
+WORKER_IDLE = 30.0
+
+
+class _Worker:
+    """The thread that makes one store's calls for the agent's threads (one handoff, no thread started a call)."""
+
+    __slots__ = ("alive", "jobs")
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.alive = True
+        threading.Thread(target=self._run, name="openprogram-store-call", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=WORKER_IDLE)
+            except queue.Empty:
+                with _workers_lock:  # ends only if no job came in meanwhile (jobs are put under the lock)
+                    if self.jobs.empty():
+                        self.alive = False
+                        return
+                continue
+            job()
+
+
+_workers: weakref.WeakKeyDictionary[Store, _Worker] = weakref.WeakKeyDictionary()
+_workers_lock = threading.Lock()
+
+
+def _submit(store: Store, job: Callable[[], None]) -> None:
+    """Run ``job`` on ``store``'s worker: its calls are made one at a time, apart from other stores'."""
+    with _workers_lock:
+        worker = _workers.get(store)
+        if worker is None or not worker.alive:
+            worker = _workers[store] = _Worker()
+        worker.jobs.put(job)
 
 
 MAX_LATER = 10_000
@@ -176,9 +217,11 @@ def _run_later() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _later_thread
+    global _later_thread, _workers_lock
     _later.clear()  # the parent's calls are the parent's to make
     _later_thread = None
+    _workers.clear()  # their threads do not exist in the child
+    _workers_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
