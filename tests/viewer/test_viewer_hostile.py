@@ -125,9 +125,10 @@ def test_hostile_captures_times_kinds_and_token_counts_are_answered_on_every_pag
     assert set(nodes) == {row["id"] for row in rows[1:]}
     assert nodes["text-times"]["started_at"] == nodes["far"]["started_at"] == 0.0  # not a time: drawn at 0
     assert nodes["far"]["duration"] is None
-    assert nodes["tokens"]["tokens"] == 2**70
+    assert nodes["tokens"]["tokens"] == 0  # not a token count (the stores count 0 to 10**15): left out
     deep = json.loads(answers[f"/api/sessions/{SESSION}/call?id=deep"][1])
-    assert deep["inputs"] is None and deep["node"]["id"] == "deep"  # shown without the captures it cannot decode
+    # Nested too deep to decode: shown as the stored text.
+    assert isinstance(deep["inputs"], str) and deep["inputs"].startswith("[[[") and deep["node"]["id"] == "deep"
 
 
 def test_a_store_handing_back_values_of_the_wrong_type_does_not_break_a_page(serve: Callable[[Store], str]) -> None:
