@@ -74,9 +74,9 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
 # semantic_kernel: SK 1.30 imports httpx, which the newest openai no longer installs.
 TEST_EXTRAS: dict[str, list[str]] = {
-    "langgraph": ["langgraph-checkpoint-sqlite>=2.0", "langchain>=1.0,<2"],
+    "langgraph": ["langgraph-checkpoint-sqlite>=2.0", "langchain>=1.0,<2", "blockbuster>=1.5,<1.6"],
     "crewai": [],
-    "semantic_kernel": ["httpx"],
+    "semantic_kernel": ["httpx", "blockbuster>=1.5,<1.6"],
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],

@@ -20,6 +20,7 @@ running and its records wait, then spill. ``open_store(url, strict=True)`` raise
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
@@ -193,6 +194,15 @@ def _check_sqlite_path(path: Path, *, strict: bool) -> None:
     logger.warning("openprogram: %s; records wait in memory (then spill) until it can be written", message)
 
 
+def _in_event_loop() -> bool:
+    """Whether this thread is running an event loop (where a blocking call stalls every coroutine)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     target = _BACKENDS.get(scheme)
     if target is None:
@@ -228,7 +238,11 @@ def open_store(url: str | os.PathLike[str] | Store | None = None, *, strict: boo
         return _backend("memory", text)(text)  # a throwaway store, each time
     key = f"sqlite:///{path_from_url(text).absolute()}" if scheme == "sqlite" else text
     if scheme == "sqlite" and (strict or key not in _open):  # checked once, when first opened
-        _check_sqlite_path(Path(key[len("sqlite:///") :]), strict=strict)
+        path = Path(key[len("sqlite:///") :])
+        if strict or not _in_event_loop():
+            _check_sqlite_path(path, strict=strict)
+        else:  # only a warning to give, after a stat or two: never on a coroutine's event loop
+            threading.Thread(target=_check_sqlite_path, args=(path,), kwargs={"strict": False}, daemon=True).start()
     with _lock:
         store = _open.get(key)
         if store is None:

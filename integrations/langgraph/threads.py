@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from openprogram import get_current_session
-from openprogram._kit import RunEntry, log_once, run_session
+from openprogram._kit import RunEntry, log_once, run_blocking, run_session
 
 __all__ = ["NAMESPACE", "athread_entry", "bind_latest", "thread_entry"]
 
@@ -83,14 +83,16 @@ async def athread_entry(loop: Any, what: str) -> RunEntry | None:
     try:
         if get_current_session() is not None:
             return None
+        # Finding the session opens the store and reads it: on openprogram's threads, off the event loop.
         thread = _thread(loop)
         if thread is None:
-            return run_session(FRAMEWORK, what)
+            return await run_blocking(run_session, FRAMEWORK, what)
         checkpointer, config, thread_id = thread
         if _addressed(config):
             found = await checkpointer.aget_tuple(config)
-            return _entry(() if found is None else (found,), thread_id, what)
-        return _entry([t async for t in checkpointer.alist(config, limit=_NEAREST)], thread_id, what)
+            return await run_blocking(_entry, () if found is None else (found,), thread_id, what)
+        saved = [t async for t in checkpointer.alist(config, limit=_NEAREST)]
+        return await run_blocking(_entry, saved, thread_id, what)
     except Exception as exc:
         log_once(FRAMEWORK, "astream (finding the thread's session)", exc)
         return None
