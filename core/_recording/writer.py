@@ -838,8 +838,11 @@ on_read(flush_store)
 
 
 def discard_store(store: Store) -> None:
-    """Forget a store's state (used by tests that close a store)."""
+    """Forget a store (used by tests that close a store): its outage, and its state with the records
+    still queued for it (taken first: a turn left during an outage does not wait for them)."""
+    flush(timeout=5.0)
     _states.pop(id(store), None)
+    note_recovery(store)
 
 
 # --- process lifecycle ---------------------------------------------------------------
