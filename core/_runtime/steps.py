@@ -89,15 +89,15 @@ def steps_under_call(gen: Generator[Y, Any, Any], call: SteppedCall) -> Generato
             arg = yield item
             method = gen.send
         except GeneratorExit as exc:
-            outcome: BaseException = exc
+            # No exception kept in a local: it would hold this frame (its traceback) in a cycle, and the
+            # generator it drives would then be finalized by the garbage collector, in any thread.
             try:
                 with call:
                     gen.close()
             except BaseException as error:  # its cleanup failed: the call ends with what its caller gets
-                outcome = error
+                call.finish(error)
                 raise
-            finally:
-                call.finish(outcome)
+            call.finish(exc)
             raise
         except BaseException as exc:
             method, arg = gen.throw, exc
@@ -122,15 +122,13 @@ async def async_steps_under_call(agen: AsyncGenerator[Y, Any], call: SteppedCall
             arg = yield item
             method = agen.asend
         except GeneratorExit as exc:
-            outcome: BaseException = exc
-            try:
+            try:  # no exception kept in a local (see steps_under_call)
                 with call:
                     await close_inner(agen)
             except BaseException as error:  # its cleanup failed: the call ends with what its caller gets
-                outcome = error
+                call.finish(error)
                 raise
-            finally:
-                call.finish(outcome)
+            call.finish(exc)
             raise
         except BaseException as exc:
             method, arg = agen.athrow, exc

@@ -9,6 +9,7 @@ means pass-through, each shape and the original's metadata are kept.
 from __future__ import annotations
 
 import abc
+import asyncio
 import functools
 import importlib
 import inspect
@@ -594,3 +595,61 @@ def test_attribute_answers_what_getattr_answers(obj: Any, name: str) -> None:
     for _ in range(2):  # the first read learns the class, the second uses what it learned
         assert attribute(obj, name) == getattr(obj, name, None)
         assert attribute(obj, name, "default") == getattr(obj, name, "default")
+
+
+class _QuietCall:
+    """A stepped call that keeps nothing: what is left alive after a close is the driver's doing."""
+
+    def __enter__(self) -> _QuietCall:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def add(self, item: object) -> None:
+        pass
+
+    def finish(self, exc: BaseException | None) -> None:
+        pass
+
+
+def test_closing_a_stream_under_a_call_leaves_no_cycle_for_the_collector() -> None:
+    """A GeneratorExit kept in the driver's frame held that frame in a cycle: the generator it drove (LangGraph's
+    ``Pregel.stream``) was then finalized by the garbage collector in whatever thread ran it, which deadlocked
+    LangGraph's own suite inside a thread's start."""
+    import gc
+    import weakref
+
+    from openprogram._kit import async_steps_under_call, steps_under_call
+
+    def numbers() -> Any:
+        yield 1
+        yield 2
+
+    async def anumbers() -> Any:
+        yield 1
+        yield 2
+
+    def closed_sync() -> weakref.ref[Any]:
+        inner = numbers()
+        ref = weakref.ref(inner)
+        driven = steps_under_call(inner, _QuietCall())
+        next(driven)
+        driven.close()
+        return ref
+
+    async def closed_async() -> weakref.ref[Any]:
+        inner = anumbers()
+        ref = weakref.ref(inner)
+        driven = async_steps_under_call(inner, _QuietCall())
+        await driven.__anext__()
+        await driven.aclose()
+        return ref
+
+    gc.collect()
+    gc.disable()
+    try:
+        refs = [closed_sync(), asyncio.run(closed_async())]
+        assert [ref() for ref in refs] == [None, None]  # freed at once, by reference counting
+    finally:
+        gc.enable()
