@@ -12,7 +12,9 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
 - :func:`steps_in_context` / :func:`steps_under_call` (and async twins) — the step
   driver, with its two semantics (:func:`frameless_steps_in_current_context`: the first,
   driven from C, for a generator that warns about its caller);
-- :func:`run_session` — which session a framework run records into;
+- :func:`run_session` — which session a framework run records into; :func:`join_session` /
+  :class:`run_with_session` — recording into a session another process named (with
+  :func:`traceparent_of`, the W3C id of a call's span, to send it);
 - :func:`answered` / :data:`NO_RESULT` — a session's history with every tool call followed by a result,
   as converters into a framework's messages need it;
 - :func:`run_blocking` — blocking work (a store lookup) a coroutine awaits, on openprogram's own threads;
@@ -74,8 +76,10 @@ from ._runtime import (
     steps_in_context,
     steps_in_current_context,
     steps_under_call,
+    traceparent_of,
+    validate_session_id,
 )
-from ._sessions import RunEntry, last_run_session_id, run_session
+from ._sessions import RunEntry, join_session, last_run_session_id, run_session, run_with_session
 
 __all__ = [
     "NO_RESULT",
@@ -106,6 +110,7 @@ __all__ = [
     "frameless_steps_in_current_context",
     "guarded",
     "injected_arguments",
+    "join_session",
     "json_string",
     "last_run_session_id",
     "log_once",
@@ -120,12 +125,15 @@ __all__ = [
     "register_control_flow",
     "run_blocking",
     "run_session",
+    "run_with_session",
     "shape_of",
     "steps_in_context",
     "steps_in_current_context",
     "steps_under_call",
     "tool_call",
+    "traceparent_of",
     "usage",
+    "validate_session_id",
     "version_tuple",
     "wraps_like",
 ]

@@ -15,6 +15,7 @@ INTEGRATIONS: dict[str, str] = {
     "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
     "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
     "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
+    "mcp": "openprogram.integrations.mcp:MCPIntegration",
 }
 #: other spellings ``instrument()`` accepts
 ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}

@@ -14,8 +14,6 @@ Needs ``openprogram[otlp]``: only the OTLP export modules import this one.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.metadata
 import json
 import logging
@@ -28,7 +26,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from .._runtime import VERSION
+from .._runtime import VERSION, span_id_of, trace_id_of
 from ..stores import CallRecord, CallRow, StoredRow, holds_texts
 from .messages import json_text, max_messages, model_content, scalar
 from .prompts import Prompts
@@ -56,23 +54,6 @@ _OPERATIONS = {
 }
 # Attributes of an llm call that have their own span attributes.
 _MODEL_KEYS = frozenset({"model", "provider", "usage"})
-
-
-@functools.lru_cache(maxsize=1024)  # every call of a turn asks for it
-def trace_id_of(session_id: str, turn_id: str) -> int:
-    """The trace id of a turn: the same for every export of it."""
-    return _digest(f"{session_id}\x00{turn_id}", 16)
-
-
-@functools.lru_cache(maxsize=4096)  # a parent is asked for by each of its children
-def span_id_of(call_id: str) -> int:
-    """The span id of a call: the same for every export of it."""
-    return _digest(call_id, 8)
-
-
-def _digest(text: str, size: int) -> int:
-    value = int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:size], "big")
-    return value or 1  # zero is the invalid id
 
 
 def default_resource() -> Resource:

@@ -7,6 +7,7 @@
 - ``steps``: the step driver that runs a generator's steps in a context or under a call;
 - ``threads``: openprogram's own threads, for blocking work a coroutine awaits;
 - ``attributes``: ``getattr`` without a pydantic model's exception;
+- ``trace_ids``: the OpenTelemetry ids of recorded calls (for export and for a ``traceparent``);
 - ``version``: the installed version.
 """
 
@@ -37,6 +38,7 @@ from .steps import (
     steps_under_call,
 )
 from .threads import run_blocking
+from .trace_ids import span_id_of, trace_id_of, traceparent_of
 from .version import VERSION
 
 __all__ = [
@@ -66,8 +68,11 @@ __all__ = [
     "process_owner",
     "propagate",
     "run_blocking",
+    "span_id_of",
     "steps_in_context",
     "steps_in_current_context",
     "steps_under_call",
+    "trace_id_of",
+    "traceparent_of",
     "validate_session_id",
 ]

@@ -3,6 +3,7 @@
 - ``entry``: ``session_context``, ``run_with_session`` and ``export_context``;
 - ``policy``: calls made with no session open (the no-session policy, the implicit session);
 - ``known``: the sessions this process has recorded, per store;
+- ``joined``: joining a session another process named (an MCP server serving a client);
 - ``runs``: run identity, one rule for every adapter: which session a framework run records into.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from . import policy
 from .entry import export_context, run_with_session, session_context
+from .joined import join_session
 from .policy import current_policy, implicit_session, reset, set_policy
 from .runs import RunEntry, bound_session, last_run_session_id, run_session, session_for_run
 
@@ -19,6 +21,7 @@ __all__ = [
     "current_policy",
     "export_context",
     "implicit_session",
+    "join_session",
     "last_run_session_id",
     "policy",
     "reset",
