@@ -34,8 +34,9 @@ __all__ = ["FRAMEWORK", "wrap_call_tool", "wrap_initialize", "wrap_session_init"
 FRAMEWORK = "mcp"
 UNKNOWN = "unknown"  # a transport openprogram did not see open (one entered before instrument())
 
-# A transport's read stream -> the transport's name; a ClientSession -> its transport, its server's name.
-_transports: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+# The read stream of each transport open now, by id (SDK 2's streams take no weak reference) -> the stream
+# itself and the transport's name; a ClientSession -> its transport, its server's name.
+_open_streams: dict[int, tuple[Any, str]] = {}
 _session_transports: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _server_names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
@@ -60,18 +61,23 @@ class _Named:
     def __init__(self, manager: Any, transport: str) -> None:
         self._manager = manager
         self._transport = transport
+        self._stream: Any = None
 
     async def __aenter__(self) -> Any:
         streams = await self._manager.__aenter__()
         try:
-            _transports[streams[0]] = self._transport
-        except Exception:  # not the usual tuple, or a stream that takes no weak reference: transport unknown
+            self._stream = streams[0]
+            _open_streams[id(self._stream)] = (self._stream, self._transport)
+        except Exception:  # not the usual tuple: the transport stays unknown
             log_once(FRAMEWORK, f"naming the {self._transport} transport's streams")
         return streams
 
     async def __aexit__(
         self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        if self._stream is not None:
+            _open_streams.pop(id(self._stream), None)
+            self._stream = None
         result: bool | None = await self._manager.__aexit__(et, exc, tb)
         return result
 
@@ -85,9 +91,9 @@ def wrap_session_init(original: Callable[..., Any], integration: Integration) ->
         if integration.active:
             try:
                 stream = args[0] if args else kwargs.get("read_stream")
-                transport = _transports.get(stream) if stream is not None else None
-                if transport is not None:
-                    _session_transports[self] = transport
+                opened = _open_streams.get(id(stream))
+                if opened is not None and opened[0] is stream:
+                    _session_transports[self] = opened[1]
             except Exception:
                 log_once(FRAMEWORK, "ClientSession.__init__ (finding its transport)")
 

@@ -90,4 +90,6 @@ def _warn_once(reason: str) -> None:
     global _warned
     if not _warned:
         _warned = True
-        logger.warning("openprogram: mcp: ignoring a request's %s (%s); it is recorded as if it had none", CONTEXT_KEY, reason)
+        logger.warning(
+            "openprogram: mcp: ignoring a request's %s (%s); it is recorded as if it had none", CONTEXT_KEY, reason
+        )

@@ -22,7 +22,10 @@ def error_of(result: Any) -> MCPToolError | None:
         failed, content = result.get("isError") is True, result.get("content")
     else:
         flag = attribute(result, "is_error")
-        failed, content = (flag if flag is not None else attribute(result, "isError")) is True, attribute(result, "content")
+        failed, content = (
+            (flag if flag is not None else attribute(result, "isError")) is True,
+            attribute(result, "content"),
+        )
     if not failed:
         return None
     texts = [text for block in content or () if isinstance(text := _text_of(block), str)]
