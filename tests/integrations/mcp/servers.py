@@ -2,8 +2,8 @@
 
 It is built with the installed SDK's own server class (``FastMCP`` in SDK 1, ``MCPServer`` in SDK 2) and is
 instrumented unless ``MCP_TEST_PLAIN`` is set. Its tools: ``add``; ``fail``, which raises; ``nested``, which
-runs an ``@openprogram.tool`` inside; ``echo_meta``, which returns the request's ``_meta``; ``whoami``, which returns the session it records
-into.
+runs an ``@openprogram.tool`` inside; ``echo_meta``, which returns the request's ``_meta``; ``whoami``, which
+returns the session it records into.
 """
 
 from __future__ import annotations
