@@ -2,7 +2,8 @@
 
 A request carrying openprogram's context (:mod:`.context`) is recorded in that session and turn, under the
 client's call, in this process's own store; what the tool does nests under it. A request without it follows
-this process's no-session policy. Two hook points, one per SDK generation:
+this process's no-session policy. The tool's calls are written before its answer goes back (waiting at most
+:data:`WRITTEN_WITHIN`). Two hook points, one per SDK generation:
 
 - SDK 1: the function registered with ``Server.call_tool()`` (``FastMCP`` registers its own there), wrapped
   when it is registered: a server built before ``instrument()`` is not recorded;
@@ -12,11 +13,12 @@ this process's no-session policy. Two hook points, one per SDK generation:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from openprogram import NoSessionError, get_current_session, implicit_session
+from openprogram import NoSessionError, flush_async, get_current_session, implicit_session
 from openprogram._kit import (
     Integration,
     close_call,
@@ -32,7 +34,10 @@ from .client import FRAMEWORK
 from .context import requester_of
 from .results import error_of
 
-__all__ = ["serve_tool", "wrap_call_tool_registration", "wrap_server_init"]
+__all__ = ["WRITTEN_WITHIN", "serve_tool", "wrap_call_tool_registration", "wrap_server_init"]
+
+WRITTEN_WITHIN = 1.0
+"""Seconds a tool's answer waits at most for the tool's calls to be written."""
 
 
 async def serve_tool(server_name: Any, tool: Any, arguments: Any, meta: Any, run: Callable[[], Awaitable[Any]]) -> Any:
@@ -57,9 +62,20 @@ async def serve_tool(server_name: Any, tool: Any, arguments: Any, meta: Any, run
             result = await run()
         except BaseException as exc:
             close_call(opened, exc)
+            await _written()
             raise
         close_call(opened, error_of(result), output=result)
+        await _written()
         return result
+
+
+async def _written() -> None:
+    """Wait, a bounded time, for the tool's calls to be written before its answer goes back: a client may end its
+    server as soon as it has the answer (a stdio client's process is killed when it is collected)."""
+    try:
+        await asyncio.wait_for(flush_async(), WRITTEN_WITHIN)
+    except Exception:  # a slow or failing store: the writer reports it, and the answer waits no longer
+        pass
 
 
 def wrap_call_tool_registration(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
