@@ -23,6 +23,7 @@ nox.options.sessions = [
     "semantic_kernel",
     "pydantic_ai",
     "openai_agents",
+    "mcp",
     "reliability",
     "otlp",
     "viewer",
@@ -69,6 +70,8 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
         "lowest": [*_lowest_pins("openai-agents", "openai-agents"), "openai==2.26.0"],
         "latest": ["openai-agents"],
     },
+    # MCP: SDK 1 at the floor, SDK 2 at the latest; SDK 1.19's FastMCP imports a pydantic private that 2.12 removed.
+    "mcp": {"lowest": [*_lowest_pins("mcp", "mcp"), "pydantic==2.11.10"], "latest": ["mcp"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
@@ -80,6 +83,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
+    "mcp": [],
 }
 EXTRAS = {
     "langgraph": "langgraph",
@@ -87,6 +91,7 @@ EXTRAS = {
     "semantic_kernel": "semantic-kernel",
     "pydantic_ai": "pydantic-ai",
     "openai_agents": "openai-agents",
+    "mcp": "mcp",
 }
 
 
@@ -125,7 +130,8 @@ for _name in FRAMEWORKS:
 @nox.session(python=PYTHON)
 def reliability(session: nox.Session) -> None:
     """The fast subset of the load, fault and bad-input suite, with every framework and PostgreSQL."""
-    session.install("-e", ".[all]", *TEST_DEPS)
+    # The frameworks' MCP clients: Pydantic AI's (FastMCP's client) and LangChain's.
+    session.install("-e", ".[all]", *TEST_DEPS, "pydantic-ai-slim[mcp]", "langchain-mcp-adapters>=0.1")
     _pytest(session, "tests/reliability", "tests/integrations/cross", "tests/undo/test_undo_frameworks.py")
 
 
@@ -138,13 +144,13 @@ def otlp(session: nox.Session, version: str) -> None:
     """OTLP export against a real OTLP/HTTP receiver, at the lowest declared and the latest OpenTelemetry
     (lowest without CrewAI: its releases pin OpenTelemetry >= 1.42)."""
     if version == "lowest":
-        session.install("-e", ".[otlp,langgraph,semantic-kernel]", *OTLP_PINS, *TEST_DEPS)
+        session.install("-e", ".[otlp,langgraph,semantic-kernel,mcp]", *OTLP_PINS, *TEST_DEPS)
         crewai_test = (
             "tests/otlp/test_frameworks.py::test_crewai_session_exports_crew_tasks_agents_tools_and_chat_spans"
         )
         _pytest(session, "tests/otlp", "--deselect", crewai_test)
     else:
-        session.install("-e", ".[otlp,langgraph,crewai,semantic-kernel]", *TEST_DEPS)
+        session.install("-e", ".[otlp,langgraph,crewai,semantic-kernel,mcp]", *TEST_DEPS)
         _pytest(session, "tests/otlp")
 
 
