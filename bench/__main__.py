@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "sk-profile": ("sk_profile.py", "semantic_kernel", "semantic-kernel"),
     "sk-ab": ("sk_ab.py", "semantic_kernel", "semantic-kernel"),
     "long-conversations": ("long_conversations.py", "langgraph", "langgraph"),
+    "mcp-cost": ("mcp_cost.py", "mcp", "mcp"),
 }
 
 
