@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._runtime import span_id_of, trace_id_of  # the ids need no OpenTelemetry
 from . import live
 from .live import BATCH_DELAY, EXIT_SECONDS, export_choice, flush_export, set_export
 from .messages import DEFAULT_MAX_MESSAGES, ENV_MAX_MESSAGES
 from .sender import INSTALL_HINT, MAX_BATCH, Sender, describe_failure, require_otlp, safe_endpoint, traces_endpoint
 
 if TYPE_CHECKING:
-    from .spans import default_resource, span_id_of, spans_of, spans_of_calls, trace_id_of
+    from .spans import default_resource, spans_of, spans_of_calls
 
 __all__ = [
     "BATCH_DELAY",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 # The span builders need OpenTelemetry, which openprogram does not require: imported when first used.
-_SPAN_BUILDERS = frozenset({"default_resource", "span_id_of", "spans_of", "spans_of_calls", "trace_id_of"})
+_SPAN_BUILDERS = frozenset({"default_resource", "spans_of", "spans_of_calls"})
 
 
 def __getattr__(name: str) -> Any:

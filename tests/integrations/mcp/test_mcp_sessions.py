@@ -18,7 +18,7 @@ from typing import Any
 import openprogram
 import pytest
 from mcp import ClientSession
-from openprogram._runtime.trace_ids import span_id_of, trace_id_of
+from openprogram._otlp import span_id_of, trace_id_of
 
 from tests.support import attributes, by_kind, one
 
