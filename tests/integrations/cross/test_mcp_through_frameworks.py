@@ -11,6 +11,7 @@ from typing import Any
 
 import openprogram
 import pytest
+
 from tests.support import attributes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -100,10 +101,10 @@ async def test_a_langgraph_agent_with_langchain_mcp_adapters(store_path: Path) -
     openprogram.instrument("langgraph", "mcp")
     try:
         from langchain.agents import create_agent
-        from langchain_mcp_adapters.client import MultiServerMCPClient
-        from tests.integrations.langgraph.fakes import openai_model, tool_calls
-
         from langchain_core.messages import AIMessage
+        from langchain_mcp_adapters.client import MultiServerMCPClient
+
+        from tests.integrations.langgraph.fakes import openai_model, tool_calls
 
         client = MultiServerMCPClient(
             {
