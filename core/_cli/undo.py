@@ -83,8 +83,8 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     for module in args.imports:
         try:
             importlib.import_module(module)
-        except ImportError as exc:
-            sys.stderr.write(f"openprogram: cannot import {module!r}: {exc}\n")
+        except Exception as exc:  # the module's own failure too (a variable it needs, say): said, no traceback
+            sys.stderr.write(f"openprogram: cannot import {module!r}: {type(exc).__name__}: {printable(str(exc))}\n")
             return 2
     session_id = find_session(store, args.session_id).session_id
     plan = undo(session_id, args.turn_id, dry_run=True, store=store)
