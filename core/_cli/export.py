@@ -137,7 +137,7 @@ def export_command(
     refused = sender.unreachable()
     if refused is not None:  # at once: the exporter would retry a refused connection for its whole timeout
         sender.close()
-        err.write(f"openprogram: {refused}; none of the {len(sessions)} sessions were sent\n")
+        err.write(f"openprogram: {refused}; 0 of {len(sessions)} sessions were sent\n")
         return 1
     resource, content = default_resource(), content_captured()
     progress = _Progress(len(sessions), err)
