@@ -24,8 +24,9 @@ from .tree import MAX_LINES, Tokens, colour_wanted, red, render_tree, seconds, u
 __all__ = ["build_parser", "main", "render_tree"]
 
 #: Commands that only read the store (``undo`` reads first): a store that does not exist is an error for them,
-#: never an empty store, and they create no file.
-_READING = frozenset({"sessions", "show", "export", "undo", "ui"})
+#: never an empty store, and they create no file. The viewer (``ui``) may be started before anything records:
+#: it says so, and shows the sessions once there are some.
+_READING = frozenset({"sessions", "show", "export", "undo"})
 
 
 def _stream_json(store: Store, head: dict[str, Any], out: TextIO) -> None:
@@ -291,6 +292,16 @@ def _missing_store_hint(store_url: str | None) -> str:
     )
 
 
+def _note_a_missing_store(store_url: str | None) -> None:
+    try:
+        open_store(store_url, existing=True)
+    except NoSuchStore as exc:
+        sys.stderr.write(
+            f"openprogram: {printable(str(exc))} yet; the viewer shows its sessions once something records there\n"
+            f"  ({_missing_store_hint(store_url)})\n"
+        )
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -314,6 +325,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         # An unusable store is an error before the command runs; so is a missing one for a command that reads.
         store = open_store(store_url, strict=True, existing=args.command in _READING)
+        if args.command == "ui":
+            _note_a_missing_store(store_url)
         return commands[args.command](store, args, out)
     except NoSuchStore as exc:
         sys.stderr.write(f"openprogram: {printable(str(exc))}\n  ({_missing_store_hint(store_url)})\n")

@@ -84,6 +84,7 @@ __all__ = [
     "open_store",
     "openprogram_home",
     "owner_alive",
+    "path_from_url",
     "prompt_json",
     "prompt_reference",
     "safe_url",

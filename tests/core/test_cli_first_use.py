@@ -75,7 +75,7 @@ def test_a_session_with_failed_calls_does_not_read_plain_ok(sqlite_url: str) -> 
 
 
 @pytest.mark.parametrize(
-    "command", [["sessions"], ["show", "s1"], ["export", "otlp", "--all"], ["undo", "s1", "--yes"], ["ui"]]
+    "command", [["sessions"], ["show", "s1"], ["export", "otlp", "--all"], ["undo", "s1", "--yes"]]
 )
 def test_a_read_command_on_a_store_that_does_not_exist_says_so_and_creates_nothing(
     tmp_path: Path, command: list[str]
@@ -88,6 +88,20 @@ def test_a_read_command_on_a_store_that_does_not_exist_says_so_and_creates_nothi
     assert f"openprogram: no store at {missing}: there is no such file" in err
     assert "check the path" in err and "Traceback" not in err
     assert not missing.exists() and not missing.parent.parent.exists()
+
+
+def test_the_viewer_on_a_store_that_does_not_exist_says_so_and_serves_what_comes(tmp_path: Path) -> None:
+    missing = tmp_path / "later" / "x.db"
+    command = [*openprogram_command(), "--store", str(missing), "ui", "--no-browser", "--port", "0"]
+    ui = subprocess.Popen(command, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert ui.stdout is not None
+        assert ui.stdout.readline().startswith("openprogram ui: http://127.0.0.1:")  # serving: sessions may come
+    finally:
+        ui.terminate()
+        _, err = ui.communicate(timeout=30)
+    assert f"openprogram: no store at {missing}: there is no such file yet; the viewer shows its sessions" in err
+    assert not missing.exists()
 
 
 def test_the_default_store_before_anything_was_recorded_says_how_to_record(isolated_home: Path) -> None:
