@@ -24,7 +24,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .._capture import content_captured
-from .._recording import flush, on_calls_written
+from .._recording import flush, flush_before_exit, on_calls_written
 from ..stores import CallRows, MessageRow, Store, is_default_store
 from .prompts import LivePrompts
 from .sender import MAX_BATCH, Sender, require_otlp, safe_endpoint, traces_endpoint, unreachable
@@ -211,7 +211,9 @@ class _LiveExport:
     def close(self) -> None:
         """At exit: send what waits, for :data:`EXIT_SECONDS` at most; then say what was not sent, once."""
         self._deadline = time.monotonic() + EXIT_SECONDS
-        flush(EXIT_SECONDS)  # the writer's last batches first, so that the count below holds them
+        store = self._store
+        if store is not None:  # the writer's last batches first, so that the count below holds them
+            flush_before_exit(store, EXIT_SECONDS)  # at once during an outage of the store
         self._closing.set()
         self._work.set()
         sender = self._sender  # None while the thread still loads the exporter (a short program)

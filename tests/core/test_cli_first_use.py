@@ -351,6 +351,10 @@ def test_show_draws_the_tree_in_one_style(sqlite_url: str) -> None:
     assert "│       └── tool broken" in "\n".join(tree)
     assert not any(piece in out for piece in ("|-- ", "`-- ", "|   "))  # no ASCII drawing mixed in
     assert all(" · " in line for line in tree if "turn main" in line)
+    _, out, err = cli("--store", sqlite_url, "show", "drawn", PYTHONIOENCODING="ascii")  # an ASCII-only terminal
+    assert out.isascii(), err
+    assert [line[:4] for line in out.splitlines() if "turn main" in line] == ["|-- ", "`-- "]
+    assert "|       `-- tool broken" in out and " - id " in out
 
 
 def test_show_json_heads_carry_status_errors_and_tokens_like_sessions_json(sqlite_url: str) -> None:
