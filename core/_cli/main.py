@@ -148,7 +148,7 @@ def _whole(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, {what}; not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give {what}") from None
     if value < least:
         raise argparse.ArgumentTypeError(f"must be {what}, not {value}")
     return value

@@ -34,7 +34,8 @@ def _ran(tree: SessionTree) -> list[dict[str, Any]]:
 def _time_in_turns(tree: SessionTree) -> float | None:
     """Seconds during which a turn (or a call outside any turn) was running: the idle time between turns left
     out, and turns that overlap counted once. None while the session runs, or when nothing ended."""
-    spans = sorted((tree.starts[i], end) for i in tree.roots if (end := tree.ends[i]) is not None)
+    # An end before its start can only come from a row another process wrote: it counts as no time.
+    spans = sorted((tree.starts[i], max(end, tree.starts[i])) for i in tree.roots if (end := tree.ends[i]) is not None)
     if tree.running or not spans:
         return None
     total, (start, stop) = 0.0, spans[0]
@@ -53,7 +54,7 @@ def session_entry(tree: SessionTree, info: SessionInfo) -> dict[str, Any]:
     summary = tree.summary()
     summary.pop("root", None)  # the first call says little of a session: ``ran`` says what every turn ran
     ends = [end for i in tree.roots if (end := tree.ends[i]) is not None]
-    span = None if tree.running or not ends else max(ends) - min(tree.starts[i] for i in tree.roots)
+    span = None if tree.running or not ends else max(0.0, max(ends) - min(tree.starts[i] for i in tree.roots))
     return {**dataclasses.asdict(info), **summary, "ran": _ran(tree), "duration": _time_in_turns(tree), "span": span}
 
 

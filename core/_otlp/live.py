@@ -226,12 +226,14 @@ class _LiveExport:
         """One warning naming how many spans of how many sessions were not exported, and how to send them."""
         with self._lock:
             sessions = dict(self._unsent)
+            unsent = len(self._spans) + self._total_dropped
             for _, rows, _ in self._batches:
-                sessions.update(dict.fromkeys(row[1] for row in rows if row[7] != "running"))
+                ended = [row for row in rows if row[7] != "running"]  # a running row is never a span
+                unsent += len(ended)
+                sessions.update(dict.fromkeys(row[1] for row in ended))
             for span in self._spans:
-                sessions.update(dict.fromkeys([str((span.attributes or {}).get("session.id", ""))]))
+                sessions[str((span.attributes or {}).get("session.id", ""))] = None
             sessions.pop("", None)
-            unsent = self._queued + len(self._spans) + self._total_dropped
             store = self._store
         if not unsent or not sessions:
             return

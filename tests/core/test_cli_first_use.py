@@ -382,7 +382,7 @@ def test_an_argument_that_is_not_a_number_is_named_plainly() -> None:
         code, _, err = cli(*args)
         assert code == 2
         assert "_count" not in err and "_positive" not in err and "invalid" not in err, err
-        assert "must be a whole number" in err
+        assert "is not a whole number: give " in err
 
 
 def test_the_no_session_warning_is_a_few_readable_lines(isolated_home: Path) -> None:
