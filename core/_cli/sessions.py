@@ -24,7 +24,7 @@ def _ran(tree: SessionTree) -> list[dict[str, Any]]:
     ones once with their count, in the order first run."""
     counts: dict[tuple[str, str], int] = {}
     for root in tree.roots:
-        top = tree.children.get(root, [root]) if tree.kinds[root] == "turn" else [root]
+        top = tree.children.get(root, []) if tree.kinds[root] == "turn" else [root]  # a turn that ran nothing: none
         for i in top:
             key = (tree.kinds[i], tree.names[i])
             counts[key] = counts.get(key, 0) + 1

@@ -107,3 +107,17 @@ def test_updated_is_the_end_of_the_latest_turn(sqlite_url: str) -> None:
     header = out.splitlines()[0]
     created, updated = (header.split(word + " ")[1][:19] for word in ("created", "updated"))
     assert created != updated
+
+
+def test_a_turn_that_ran_nothing_is_counted_and_names_nothing(sqlite_url: str) -> None:
+    with openprogram.session_context("quiet", store=sqlite_url):
+        pass
+    with openprogram.session_context("quiet", store=sqlite_url):
+        search("x")
+    code, out = run_cli("--store", sqlite_url, "sessions", "--json")
+    assert code == 0
+    (entry,) = json.loads(out)
+    assert entry["turns"] == 2 and entry["ran"] == [{"kind": "tool", "name": "search", "count": 1}]
+    _, out = run_cli("--store", sqlite_url, "sessions")
+    header, row = out.splitlines()
+    assert row[header.index("TURNS") :].startswith("2 turns: tool search ")
