@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .._capture import content_captured, dumps
 from .._otlp import MAX_BATCH, Sender, require_otlp, safe_endpoint
-from .._runtime import DidNotEnable, validate_session_id
+from .._runtime import DidNotEnable
 from ..stores import CallRecord, CallRow, SessionInfo, Store, describe_store
+from .session_ids import find_session
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -92,17 +93,11 @@ class _Progress:
             self.err.write("\n")
 
 
-def _selected(store: Store, session_ids: Sequence[str], since: float | None, err: TextIO) -> list[SessionInfo] | None:
-    """The named sessions, else all (oldest first), updated since ``since``; None (said on ``err``) when a named
-    one is not in the store."""
+def _selected(store: Store, session_ids: Sequence[str], since: float | None) -> list[SessionInfo]:
+    """The named sessions (whole ids or unique prefixes: see :func:`find_session`), else all (oldest first),
+    updated since ``since``."""
     if session_ids:
-        chosen: list[SessionInfo] = []
-        for session_id in session_ids:
-            info = store.get_session(validate_session_id(session_id))
-            if info is None:
-                err.write(f"openprogram: no session {session_id!r} in {describe_store(store)}\n")
-                return None
-            chosen.append(info)
+        chosen = [find_session(store, session_id) for session_id in session_ids]
     else:
         chosen = sorted(store.list_sessions(), key=lambda s: s.updated_at)
     return [s for s in chosen if since is None or s.updated_at >= since]
@@ -134,13 +129,16 @@ def export_command(
         return 1
     from .._otlp import default_resource, spans_of_calls
 
-    sessions = _selected(store, session_ids, cutoff, err)
-    if sessions is None:
-        return 1
+    sessions = _selected(store, session_ids, cutoff)
     if not sessions:
         out.write(f"no sessions to export in {describe_store(store)}\n")
         return 0
     sender = Sender(endpoint)
+    refused = sender.unreachable()
+    if refused is not None:  # at once: the exporter would retry a refused connection for its whole timeout
+        sender.close()
+        err.write(f"openprogram: {refused}; 0 of {len(sessions)} sessions were sent\n")
+        return 1
     resource, content = default_resource(), content_captured()
     progress = _Progress(len(sessions), err)
     sent = running = 0

@@ -4,35 +4,33 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
-from typing import TextIO
+from typing import Any, TextIO
 
 from .._recording import load_spill
 from .._runtime import InvalidSessionId, validate_session_id
-from ..stores import Store, StoredRow, StoreError, describe_store, open_store, safe_url
+from .._viewer import SessionTree
+from ..stores import NoSuchStore, Store, StoredRow, StoreError, describe_store, open_store, safe_url
 from .demo import run_demo
 from .json_output import json_text
 from .printable import printable
-from .sessions import listed_sessions, write_json, write_jsonl, write_table
-from .tree import MAX_LINES, Tokens, render_tree, usage_of, when
+from .session_ids import SessionNotFound, find_session
+from .sessions import listed_sessions, session_entry, write_json, write_jsonl, write_table
+from .tree import MAX_LINES, Tokens, colour_wanted, red, render_tree, seconds, usage_of, when
 
 __all__ = ["build_parser", "main", "render_tree"]
 
+#: Commands that only read the store (``undo`` reads first): a store that does not exist is an error for them,
+#: never an empty store, and they create no file. The viewer (``ui``) may be started before anything records:
+#: it says so, and shows the sessions once there are some.
+_READING = frozenset({"sessions", "show", "export", "undo"})
 
-def _stream_json(store: Store, session_id: str, out: TextIO) -> None:
-    info = store.get_session(session_id)
-    head = (
-        {}
-        if info is None
-        else {
-            "session_id": info.session_id,
-            "agent_id": info.agent_id,
-            "created_at": info.created_at,
-            "updated_at": info.updated_at,
-        }
-    )
+
+def _stream_json(store: Store, head: dict[str, Any], out: TextIO) -> None:
+    session_id = head["session_id"]
     out.write('{"session": ' + json_text(head) + ', "calls": [')
     first = True
     for call in store.iter_calls(session_id):
@@ -52,31 +50,43 @@ def _cmd_sessions(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _show_head(entry: dict[str, Any], used: Tokens, colour: bool) -> str:
+    """``show``'s first line: the session, its status and errors, tokens, and its time in turns and overall."""
+    errors = entry["errors"]
+    status, counted = f"status {entry['status']}", f"{errors} error{'s' * (errors != 1)}"
+    if colour and errors:
+        status, counted = red(status), red(counted)
+    turns = entry["turns"]
+    time = f"{turns} turn{'s' * (turns != 1)}"
+    if entry["duration"] is not None:
+        time += f", {seconds(entry['duration'])} in turns"
+        if entry["span"] is not None and entry["span"] - entry["duration"] >= 0.01:
+            time += f" over {seconds(entry['span'])} from first start to last end"
+    usage = f"  {used.describe()}" if used.total else ""
+    return (
+        f"session {printable(entry['session_id'])}  agent {printable(entry['agent_id'])}  {status}  "
+        f"{entry['call_count']} calls  {counted}{usage}  {time}  "
+        f"created {when(entry['created_at'])}  updated {when(entry['updated_at'])}"
+    )
+
+
 def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    session_id = validate_session_id(args.session_id)
-    info = store.get_session(session_id)
-    if info is None:
-        sys.stderr.write(
-            f"openprogram: no session {session_id!r} in {describe_store(store)}\n"
-            "  (list them with `openprogram sessions`)\n"
-        )
-        return 1
+    info = find_session(store, args.session_id)
+    session_id = info.session_id
+    tree_rows = list(store.iter_tree_rows(session_id))
+    entry = session_entry(SessionTree(session_id, tree_rows, info), info)
     if args.json:
-        _stream_json(store, session_id, out)
+        _stream_json(store, entry, out)
         return 0
     if args.jsonl:
+        out.write(json_text(entry) + "\n")  # the session first, as `sessions --jsonl` prints it
         for call in store.iter_calls(session_id):
             out.write(json_text(call.to_dict()) + "\n")
         return 0
-    rows = [StoredRow._make(row) for row in store.iter_tree_rows(session_id)]
-    used = sum(filter(None, map(usage_of, rows)), Tokens())
-    usage = f"  {used.describe()}" if used.total else ""
-    head = (
-        f"session {info.session_id}  agent {info.agent_id}  {info.call_count} calls{usage}  "
-        f"created {when(info.created_at)}  updated {when(info.updated_at)}"
-    )
-    out.write(printable(head) + "\n")
-    render_tree(rows, out, max_lines=args.max_lines, unfold=args.all)
+    rows = [StoredRow._make(row) for row in tree_rows]
+    colour = colour_wanted(out)
+    out.write(_show_head(entry, sum(filter(None, map(usage_of, rows)), Tokens()), colour) + "\n")
+    render_tree(rows, out, max_lines=args.max_lines, unfold=args.all, colour=colour)
     return 0
 
 
@@ -133,18 +143,30 @@ def _version() -> str:
         return __version__
 
 
-def _count(text: str) -> int:
-    """A ``--limit``: 0 or more."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or more, not {value}")
+def _whole(text: str, least: int, what: str) -> int:
+    # argparse names the type function in its own message ("invalid _count value"): say it here instead.
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give {what}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {what}, not {value}")
     return value
 
 
+def _count(text: str) -> int:
+    """A ``--limit``: 0 or more."""
+    return _whole(text, 0, "0 (no limit) or more")
+
+
 def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return _whole(text, 1, "1 or more")
+
+
+def _port(text: str) -> int:
+    value = _whole(text, 0, "a port number from 0 (any free port) to 65535")
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 (any free port) to 65535, not {value}")
     return value
 
 
@@ -165,7 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="store URL (default: $OPENPROGRAM_STORE or $OPENPROGRAM_HOME/sessions.db)",
     )
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log debug messages")
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log openprogram's debug messages (-vv: every library's too)",
+    )
     parser = argparse.ArgumentParser(
         prog="openprogram", description="Sessions recorded by openprogram.", parents=[common]
     )
@@ -177,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_count, default=50, help="list at most this many (default: 50; 0: all)")
     _output_options(p, "the sessions")
     p = sub.add_parser("show", parents=[common], help="draw the call tree of a session")
-    p.add_argument("session_id", metavar="SESSION_ID", help="the session to draw")
+    p.add_argument("session_id", metavar="SESSION_ID", help="the session to draw (its id, or a unique start of it)")
     p.add_argument(
         "--max-lines",
         type=_positive,
@@ -185,7 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"draw at most this many lines, the newest turns first (default: {MAX_LINES})",
     )
     p.add_argument("--all", action="store_true", help="fold nothing and draw every line (no --max-lines limit)")
-    _output_options(p, "every call with its captures, streamed,")
+    formats = p.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--json",
+        action="store_true",
+        help="print the session (as `sessions --json` lists it) and every call with its captures, streamed, "
+        "as one JSON document",
+    )
+    formats.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="print JSON Lines: the session first (as `sessions --jsonl` prints it), then one call a line",
+    )
     p = sub.add_parser("demo", parents=[common], help="run the offline demo agents and record them")
     p.add_argument("--session", metavar="SESSION_ID", help="continue this session (append a turn)")
     p = sub.add_parser(
@@ -201,14 +240,18 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="as OpenTelemetry spans over OTLP/HTTP (endpoint and headers from OTEL_EXPORTER_OTLP_*)",
     )
-    p.add_argument("session_ids", nargs="*", metavar="SESSION_ID", help="the sessions to send")
+    p.add_argument(
+        "session_ids", nargs="*", metavar="SESSION_ID", help="the sessions to send (ids, or unique starts of them)"
+    )
     p.add_argument("--all", action="store_true", help="every session in the store")
     p.add_argument("--since", help="sessions updated since a duration ago (30m, 2h, 7d) or a date/time")
     p.add_argument("--endpoint", help="OTLP/HTTP traces URL (a bare http://host:port gets /v1/traces)")
     p = sub.add_parser(
         "undo", parents=[common], help="compensate what a session's (or a turn's) tools did, newest first"
     )
-    p.add_argument("session_id", metavar="SESSION_ID", help="the session whose effects to undo")
+    p.add_argument(
+        "session_id", metavar="SESSION_ID", help="the session whose effects to undo (its id, or a unique start of it)"
+    )
     p.add_argument(
         "--turn",
         dest="turn_id",
@@ -230,12 +273,33 @@ def build_parser() -> argparse.ArgumentParser:
         default="stop",
         help="an effect of unknown outcome (its process died mid-call): stop, undo or skip it",
     )
-    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask for confirmation (needed when stdin is not a terminal)"
+    )
     p = sub.add_parser("ui", parents=[common], help="browse the sessions in a local, read-only web viewer")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0: any free port)")
+    p.add_argument("--port", type=_port, default=8765, help="port to listen on (default: 8765; 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="print the viewer's URL without opening a browser")
     return parser
+
+
+def _missing_store_hint(store_url: str | None) -> str:
+    if store_url is None and not os.environ.get("OPENPROGRAM_STORE"):
+        return "nothing has been recorded in the default store yet: `openprogram demo` records a few sessions"
+    return (
+        "check the path or URL given: sqlite:////abs.db, sqlite:/abs.db and a bare /abs.db are absolute, "
+        "sqlite:///rel.db and sqlite:rel.db relative"
+    )
+
+
+def _note_a_missing_store(store_url: str | None) -> None:
+    try:
+        open_store(store_url, existing=True)
+    except NoSuchStore as exc:
+        sys.stderr.write(
+            f"openprogram: {printable(str(exc))} yet; the viewer shows its sessions once something records there\n"
+            f"  ({_missing_store_hint(store_url)})\n"
+        )
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -243,10 +307,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
     store_url: str | None = getattr(args, "store", None)
+    verbosity: int = getattr(args, "verbose", 0)
     logging.basicConfig(
-        level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if verbosity > 1 else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    if verbosity:  # openprogram's own messages; every library's only with -vv
+        logging.getLogger("openprogram").setLevel(logging.DEBUG)
     commands = {
         "sessions": _cmd_sessions,
         "show": _cmd_show,
@@ -257,8 +323,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "ui": _cmd_ui,
     }
     try:
-        store = open_store(store_url, strict=True)  # an unusable store is an error before the command runs
+        # An unusable store is an error before the command runs; so is a missing one for a command that reads.
+        store = open_store(store_url, strict=True, existing=args.command in _READING)
+        if args.command == "ui":
+            _note_a_missing_store(store_url)
         return commands[args.command](store, args, out)
+    except NoSuchStore as exc:
+        sys.stderr.write(f"openprogram: {printable(str(exc))}\n  ({_missing_store_hint(store_url)})\n")
+        return 1
+    except SessionNotFound as exc:
+        sys.stderr.write(f"openprogram: {exc}\n")
+        return 1
     except InvalidSessionId as exc:
         sys.stderr.write(f"openprogram: {printable(str(exc))}\n")
         return 2

@@ -4,6 +4,8 @@ Turns and top-level runs are never folded; past the line limit the newest turns 
 drawn whole and the oldest left out, so the run just made is always on screen. Every call
 is drawn once, whatever its parents say (a call its own ancestor, from an import or a
 shared store, is drawn as a top-level call), and recorded text is escaped (see ``printable``).
+The tree is drawn with box-drawing lines (ASCII ones where the output cannot encode them);
+on a terminal, failed calls are red (never with ``NO_COLOR`` set, nor into a pipe or file).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import datetime as _dt
 import itertools
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -21,7 +24,18 @@ from typing import Any, NamedTuple, Protocol, TextIO
 from ..stores import tokens_of
 from .printable import printable
 
-__all__ = ["COLLAPSE_AFTER", "MAX_LINES", "NEVER_FOLDED", "Drawable", "Tokens", "render_tree", "usage_of", "when"]
+__all__ = [
+    "COLLAPSE_AFTER",
+    "MAX_LINES",
+    "NEVER_FOLDED",
+    "Drawable",
+    "Tokens",
+    "colour_wanted",
+    "red",
+    "render_tree",
+    "usage_of",
+    "when",
+]
 
 #: Runs of more than this many alike siblings (same kind, name and status) are folded.
 COLLAPSE_AFTER = 4
@@ -38,6 +52,44 @@ _MESSAGELESS = {
     "KeyboardInterrupt": "interrupted by Ctrl-C",
 }
 _BARE_ERROR = re.compile(r"([\w.]+):?")
+
+
+class _Style(NamedTuple):
+    """The pieces a tree is drawn with: one style for a whole drawing."""
+
+    branch: str
+    last: str
+    through: str
+    dot: str  # between the parts of a turn's line
+
+
+_BOXES = _Style("├── ", "└── ", "│   ", "·")
+_ASCII = _Style("|-- ", "`-- ", "|   ", "-")
+
+
+def _style_for(out: TextIO) -> _Style:
+    """Box-drawing lines, unless ``out`` cannot encode them (an ASCII-only terminal)."""
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        "".join(_BOXES).encode(encoding)
+    except (UnicodeError, LookupError):
+        return _ASCII
+    return _BOXES
+
+
+def colour_wanted(out: TextIO) -> bool:
+    """Whether to colour what goes to ``out``: a terminal, and neither ``NO_COLOR`` nor ``TERM=dumb`` set."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no terminal behind it, or a closed stream
+        return False
+
+
+def red(text: str) -> str:
+    """``text`` in red on a terminal (call only when :func:`colour_wanted`)."""
+    return f"\x1b[31m{text}\x1b[0m"
 
 
 def when(ts: float) -> str:
@@ -166,7 +218,8 @@ class _Tree:
     as a top-level call. Everything is keyed by the row object (``id()``): ids may repeat.
     """
 
-    def __init__(self, calls: Iterable[Drawable]) -> None:
+    def __init__(self, calls: Iterable[Drawable], style: _Style = _BOXES) -> None:
+        self.style = style
         self.ordered = list(calls)  # keeps the rows alive: their id() are the keys below
         first: dict[str, Drawable] = {}
         for call in self.ordered:
@@ -278,13 +331,13 @@ class _Tree:
             if isinstance(line.item, _Fold):
                 continue
             groups = self.groups(line.item, unfold)
-            prefix = line.prefix + ("    " if line.last else "|   ")
+            prefix = line.prefix + ("    " if line.last else self.style.through)
             stack.extend(_Line(groups[n], prefix, n == len(groups) - 1) for n in range(len(groups) - 1, -1, -1))
 
 
 class _Labeller:
     def __init__(self, tree: _Tree, now: float) -> None:
-        self.tree, self.now = tree, now
+        self.tree, self.now, self.dot = tree, now, tree.style.dot
 
     def duration(self, call: Drawable) -> str:
         d = call.duration
@@ -298,11 +351,12 @@ class _Labeller:
         """A root's place among the turns and its wall-clock start; any other call's offset into its turn."""
         if call is not root:
             text = f"at {call.started_at - root.started_at:+.3f}s"
-            return f"{text} · id {call.turn_id}" if call.kind == "turn" else text
+            return f"{text} {self.dot} id {call.turn_id}" if call.kind == "turn" else text
         number = self.tree.turn_number.get(id(call))
         if number is None:
             return f"started {when(call.started_at)}"
-        return f"turn {number} of {self.tree.turn_count} · {when(call.started_at)} · id {call.turn_id}"
+        dot = self.dot
+        return f"turn {number} of {self.tree.turn_count} {dot} {when(call.started_at)} {dot} id {call.turn_id}"
 
     def label(self, call: Drawable, root: Drawable) -> str:
         """The call's line, its recorded text escaped; a row whose fields are not of their types says so."""
@@ -336,14 +390,17 @@ def render_tree(
     *,
     unfold: bool = False,
     now: float | None = None,
+    colour: bool = False,
 ) -> int:
     """Draw the call tree; returns the lines written.
 
     Past ``max_lines`` the oldest turns are left out (one line says how many), and a newest
     turn too long alone is cut (one line says how much is left). ``unfold`` folds nothing and
-    draws every line; ``now`` is the time running calls have run until.
+    draws every line; ``now`` is the time running calls have run until; ``colour`` draws failed calls in red
+    (see :func:`colour_wanted`).
     """
-    tree = _Tree(calls)
+    style = _style_for(out)
+    tree = _Tree(calls, style)
     labeller = _Labeller(tree, time.time() if now is None else now)
     roots = tree.roots
     kept: list[tuple[Drawable, list[_Line]]] = []
@@ -374,9 +431,11 @@ def render_tree(
         written += 1
     for root, lines in reversed(kept):
         for line in lines:
-            branch = "`-- " if line.last else "|-- "
+            branch = style.last if line.last else style.branch
             item = line.item
             text = item.text() if isinstance(item, _Fold) else labeller.label(item, root)
+            if colour and item.status == "error":
+                text = red(text)
             out.write(f"{line.prefix}{branch}{text}\n")
         written += len(lines)
     if cut is not None:

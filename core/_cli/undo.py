@@ -2,8 +2,9 @@
 
 The modules named by ``--import`` declare the compensations (they are imported as the program
 that recorded the session imports them). The plan is printed before anything runs, and the
-undo asks for confirmation unless ``--yes`` is given; then exactly the effects printed are
-undone. Recorded text is printed escaped (:func:`printable`).
+undo asks for confirmation unless ``--yes`` is given (a stdin that is not a terminal and holds
+no answer undoes nothing and says ``--yes`` is needed; ``yes | openprogram undo ...`` answers);
+then exactly the effects printed are undone. Recorded text is printed escaped (:func:`printable`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import TextIO
 
 from .._runtime import UndoError, validate_session_id
 from .._undo import Effect, compensation_for, describe_effect, run_plan, undo
-from ..stores import Store, describe_store
+from ..stores import Store
 from .printable import printable
+from .session_ids import find_session
 
 __all__ = ["run"]
 
@@ -55,43 +57,59 @@ def _line(effect: Effect) -> str:
     return text
 
 
-def _confirm(count: int, out: TextIO) -> bool:
+def _confirm(count: int, out: TextIO) -> bool | None:
+    """The answer to the prompt; None when there is none to read (no terminal, and stdin at its end)."""
     out.write(f"Undo {'this effect' if count == 1 else f'these {count} effects'}? [y/N] ")
     out.flush()
-    answer = sys.stdin.readline()
+    answer = sys.stdin.readline() if sys.stdin is not None else ""
+    if not answer and not _terminal():  # at its end at once: nobody to ask (cron, CI, `< /dev/null`)
+        out.write("\n")
+        return None
     return answer.strip().lower() in ("y", "yes")
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # stdin closed or replaced
+        return False
 
 
 def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     """Print the plan, confirm, undo; the exit status."""
-    session_id = validate_session_id(args.session_id)
+    validate_session_id(args.session_id)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` does: --import finds the program's own modules
     for module in args.imports:
         try:
             importlib.import_module(module)
-        except ImportError as exc:
-            sys.stderr.write(f"openprogram: cannot import {module!r}: {exc}\n")
+        except Exception as exc:  # the module's own failure too (a variable it needs, say): said, no traceback
+            sys.stderr.write(f"openprogram: cannot import {module!r}: {type(exc).__name__}: {printable(str(exc))}\n")
             return 2
-    if store.get_session(session_id) is None:
-        sys.stderr.write(f"openprogram: no session {session_id!r} in {describe_store(store)}\n")
-        return 1
+    session_id = find_session(store, args.session_id).session_id
     plan = undo(session_id, args.turn_id, dry_run=True, store=store)
-    scope = f"turn {args.turn_id}" if args.turn_id else "the whole session"
+    scope = f"turn {args.turn_id} of session {session_id}" if args.turn_id else f"the whole of session {session_id}"
     if plan.running:
         out.write(
             f"{len(plan.running)} effect(s) of calls still running are not planned: "
             f"{printable(', '.join(describe_effect(e) for e in plan.running))}\n"
         )
     if not plan:
-        out.write(f"nothing to undo in {scope} of session {session_id}\n")
+        out.write(f"nothing to undo in {scope}\n")
         return 0
-    out.write(f"undo plan for {scope} of session {session_id}: {len(plan)} effect(s), newest first\n")
+    out.write(f"undo plan for {scope}: {len(plan)} effect(s), newest first\n")
     for n, effect in enumerate(plan, 1):
         out.write(f"  {n}. {printable(_line(effect))}\n")
     if args.dry_run:
         return 0
-    if not args.yes and not _confirm(len(plan), out):
+    answer = True if args.yes else _confirm(len(plan), out)
+    if answer is None:
+        sys.stderr.write(
+            "openprogram: no terminal to confirm on (stdin is not a terminal and holds no answer): "
+            "give --yes to undo these effects; nothing was undone\n"
+        )
+        return 1
+    if not answer:
         out.write("nothing was undone\n")
         return 1
     try:

@@ -7,24 +7,27 @@ batches, taking at most :data:`CPU_SHARE` of the process's time. A backend that 
 cannot be reached is warned about once per outage and retried with back-off; what waits is
 bounded (past :data:`MAX_QUEUED_CALLS` the oldest calls are dropped from export), and the
 store keeps everything for ``openprogram export otlp``. At exit what is waiting is sent within
-:data:`EXIT_SECONDS`.
+:data:`EXIT_SECONDS`; what is still not sent then is named in one warning, with the command that
+sends it later.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
+import shlex
 import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING
 
 from .._capture import content_captured
-from .._recording import flush, on_calls_written
-from ..stores import CallRows, MessageRow, Store
+from .._recording import flush, flush_before_exit, on_calls_written
+from ..stores import CallRows, MessageRow, Store, is_default_store
 from .prompts import LivePrompts
-from .sender import MAX_BATCH, Sender, require_otlp, safe_endpoint
+from .sender import MAX_BATCH, Sender, require_otlp, safe_endpoint, traces_endpoint, unreachable
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -132,6 +135,7 @@ class _LiveExport:
         self._queued = 0  # call rows in _batches
         self._spans: list[ReadableSpan] = []  # built, not sent yet (the head is the batch being retried)
         self._dropped = 0
+        self._total_dropped = 0  # never reset: what the exit warning counts
         self._work = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -140,14 +144,19 @@ class _LiveExport:
         self._sender: Sender | None = None
         self._resource: Resource | None = None
         self._failing = False
+        self._failure = ""  # why the last send failed
         self._backoff = 1.0
         self._prompts = LivePrompts()  # the exporter thread's only
+        self._began = time.time()
+        self._store: Store | None = None  # the store of the latest batch: where what was not sent can be read
+        self._unsent: dict[str, None] = {}  # sessions of the calls dropped from export, in order
 
     # --- the writer's side --------------------------------------------------------
 
     def take(self, store: Store, rows: CallRows, messages: list[MessageRow]) -> None:
         """Queue a written batch (its running rows are skipped later); past the bound the oldest are dropped."""
         with self._lock:
+            self._store = store
             self._batches.append((store, rows, messages))
             self._queued += len(rows)
             if self._queued + len(self._spans) > MAX_QUEUED_CALLS:
@@ -163,6 +172,7 @@ class _LiveExport:
             _, rows, _ = self._batches.popleft()
             self._queued -= len(rows)
             dropped += len(rows)
+            self._unsent.update(dict.fromkeys(row[1] for row in rows))
         if dropped and not self._dropped:
             logger.warning(
                 "openprogram: more than %d calls are waiting to be exported; the oldest are left to the "
@@ -170,6 +180,7 @@ class _LiveExport:
                 MAX_QUEUED_CALLS,
             )
         self._dropped += dropped
+        self._total_dropped += dropped
 
     def stop(self) -> None:
         """Export nothing more; what was handed over is still sent, then the thread ends."""
@@ -198,11 +209,52 @@ class _LiveExport:
         return not self._failing
 
     def close(self) -> None:
-        """At exit: send what waits, for :data:`EXIT_SECONDS` at most."""
+        """At exit: send what waits, for :data:`EXIT_SECONDS` at most; then say what was not sent, once."""
         self._deadline = time.monotonic() + EXIT_SECONDS
+        store = self._store
+        if store is not None:  # the writer's last batches first, so that the count below holds them
+            flush_before_exit(store, EXIT_SECONDS)  # at once during an outage of the store
         self._closing.set()
         self._work.set()
-        self._wait_until_deadline()
+        sender = self._sender  # None while the thread still loads the exporter (a short program)
+        refused = unreachable(sender.endpoint if sender else traces_endpoint()) if self.waiting() else None
+        if refused is None:  # a backend that refuses connections takes nothing in the time left: no wait
+            self._wait_until_deadline()
+        self._report_unsent(refused)
+
+    def _report_unsent(self, refused: str | None) -> None:
+        """One warning naming how many spans of how many sessions were not exported, and how to send them."""
+        with self._lock:
+            sessions = dict(self._unsent)
+            unsent = len(self._spans) + self._total_dropped
+            for _, rows, _ in self._batches:
+                ended = [row for row in rows if row[7] != "running"]  # a running row is never a span
+                unsent += len(ended)
+                sessions.update(dict.fromkeys(row[1] for row in ended))
+            for span in self._spans:
+                sessions[str((span.attributes or {}).get("session.id", ""))] = None
+            sessions.pop("", None)
+            store = self._store
+        if not unsent or not sessions:
+            return
+        named = store is not None and (os.environ.get("OPENPROGRAM_STORE") or not is_default_store(store))
+        where = f"--store {shlex.quote(store.url)} " if named and store is not None else ""
+        if len(sessions) <= 3:
+            which = " ".join(sessions)
+        else:  # sessions updated since this process began (sending one again is safe: spans keep their ids)
+            which = f"--since {math.ceil((time.time() - self._began) / 60) + 1}m"
+        why = refused or self._failure or f"not sent within the {EXIT_SECONDS:g} s an exiting process waits"
+        logger.warning(
+            "openprogram: live export: %d span%s of %d session%s not exported (%s); they are in the store: "
+            "send them with `openprogram %sexport otlp %s`",
+            unsent,
+            "s" * (unsent != 1),
+            len(sessions),
+            "s" * (len(sessions) != 1),
+            why,
+            where,
+            which,
+        )
 
     def _wait_until_deadline(self) -> None:
         remaining = self._deadline - time.monotonic()
@@ -284,11 +336,15 @@ class _LiveExport:
                 self._spans.extend(built)
                 excess = len(self._spans) - MAX_QUEUED_CALLS
                 if excess > 0:
+                    for span in self._spans[:excess]:
+                        self._unsent[str((span.attributes or {}).get("session.id", ""))] = None
                     del self._spans[:excess]
                     self._dropped += excess
+                    self._total_dropped += excess
         return self._spans[:MAX_BATCH]
 
     def _failed(self, failure: str) -> None:
+        self._failure = failure
         if not self._failing:
             logger.warning(
                 "openprogram: live export: %s; retrying in the background with back-off (the calls stay in the "

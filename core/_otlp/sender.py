@@ -15,6 +15,7 @@ import re
 import socket
 import threading
 import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "require_otlp",
     "safe_endpoint",
     "traces_endpoint",
+    "unreachable",
 ]
 
 INSTALL_HINT = "pip install 'openprogram[otlp]'"
@@ -183,6 +185,34 @@ def _connect(endpoint: str) -> str:
     return ""
 
 
+def _refused(endpoint: str) -> str | None:
+    """Why no connection to the endpoint's host can be made at all (refused, no such host), or None: reachable,
+    slow (the exporter's timeout then decides), or reached through a proxy (the proxy answers for it)."""
+    try:
+        parts = urllib.parse.urlsplit(endpoint)
+        host, port = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None  # the exporter says what is wrong with it
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host):
+        return None
+    try:
+        socket.create_connection((host, port), timeout=2.0).close()
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        return str(exc) or type(exc).__name__
+    except OSError:  # a timeout, a network down: what the exporter's retries are for
+        return None
+    return None
+
+
+def unreachable(endpoint: str) -> str | None:
+    """Why ``endpoint`` refuses connections now (a sentence, as :func:`describe_failure` says it), or None.
+
+    The exporter retries a refused connection for its whole timeout: a command checks first, and fails at once.
+    """
+    why = _refused(endpoint)
+    return None if why is None else f"cannot reach {safe_endpoint(endpoint)} ({why})"
+
+
 class Sender:
     """The official OTLP/HTTP span exporter for one endpoint; :meth:`send` says why a batch was not taken."""
 
@@ -209,6 +239,10 @@ class Sender:
         session = requests.Session()
         session.hooks["response"].append(note)
         return session
+
+    def unreachable(self) -> str | None:
+        """See :func:`unreachable`."""
+        return unreachable(self.endpoint)
 
     def send(self, spans: Sequence[ReadableSpan]) -> str | None:
         """Export one batch; None when the backend took it, else why not (see :func:`describe_failure`)."""

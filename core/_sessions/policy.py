@@ -153,11 +153,12 @@ def announce(session_id: str, entry: str, what: str) -> None:
         if session_id in _announced:
             return
         _announced.add(session_id)
-    logger.warning(
-        "openprogram: %s ran with no session open; recording into session %s, %s "
-        "(see it with `openprogram show %s`; to choose the session, run inside openprogram.session_context(...), "
-        "session_context(%r) continues this one; openprogram.configure(no_session='warn' or 'error') "
-        "stops recording runs with no session open)",
+    logger.warning(  # a line each, short enough to read in a terminal
+        "openprogram: %s ran with no session open; recording into session %s\n"
+        "  that session:       %s\n"
+        "  see it:             openprogram show %s\n"
+        "  choose the session: run inside openprogram.session_context(...); session_context(%r) continues this one\n"
+        "  record nothing:     openprogram.configure(no_session='warn' or 'error')",
         entry,
         session_id,
         what,

@@ -1,6 +1,7 @@
 """Stores: where sessions are kept. ``open_store`` picks a backend from a URL.
 
-``sqlite:///relative.db``, ``sqlite:////absolute.db`` (or a bare path),
+``sqlite:///relative.db``, ``sqlite:////absolute.db`` (SQLAlchemy's forms), ``sqlite:relative.db``,
+``sqlite:/absolute.db`` (a URL's path with no host part: one slash, absolute) or a bare path;
 ``memory://`` (``memory://name`` is shared by name within the process; an unnamed
 one is new at each ``open_store("memory://")``, but as the default store, set by
 ``OPENPROGRAM_STORE=memory://``, it is one store for the process) and
@@ -15,7 +16,9 @@ A SQLite path that can never hold a store (a directory, or a path under a plain
 file) is named in a warning when opened; a directory that is not writable now is an
 outage that may end, warned of at the first write. Either way a recording agent keeps
 running and its records wait, then spill. ``open_store(url, strict=True)`` raises a
-:class:`StoreError` for both, for a command that can do nothing without its store.
+:class:`StoreError` for both, for a command that can do nothing without its store, and
+``existing=True`` a :class:`NoSuchStore` for a SQLite file that is not there (a command
+that only reads, where a mistyped path must not read as an empty store).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ __all__ = [
     "EffectOutcome",
     "EffectRow",
     "MessageRow",
+    "NoSuchStore",
     "PromptReader",
     "SessionInfo",
     "SessionRow",
@@ -80,6 +84,7 @@ __all__ = [
     "open_store",
     "openprogram_home",
     "owner_alive",
+    "path_from_url",
     "prompt_json",
     "prompt_reference",
     "safe_url",
@@ -109,19 +114,40 @@ def default_store_url() -> str:
     return os.environ.get("OPENPROGRAM_STORE") or f"sqlite:///{openprogram_home() / 'sessions.db'}"
 
 
+class NoSuchStore(StoreError):
+    """A command that only reads was given a store that does not exist (``open_store(url, existing=True)``)."""
+
+
+_SQLITE = "sqlite:"
+_BAD_SQLITE_URL = "use sqlite:///relative.db or sqlite:////absolute.db (or sqlite:relative.db, sqlite:/absolute.db)"
+
+
 def path_from_url(url: str) -> Path:
-    """``sqlite:///rel.db`` -> ``rel.db``; ``sqlite:////abs.db`` -> ``/abs.db``; a bare path as is."""
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        if not rest.startswith("/") or rest == "/":
-            raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
-        return Path(rest[1:]).expanduser()
-    return Path(url).expanduser()
+    """The file of a SQLite URL or path.
+
+    ``sqlite:///rel.db`` -> ``rel.db`` and ``sqlite:////abs.db`` -> ``/abs.db`` (as SQLAlchemy reads them:
+    the three slashes end an empty host part); without ``//`` the rest is the path as written, as in any
+    URL with no host part: ``sqlite:rel.db`` -> ``rel.db``, ``sqlite:/abs.db`` -> ``/abs.db``. A bare path
+    as is.
+    """
+    if url[: len(_SQLITE)].lower() != _SQLITE:
+        return Path(url).expanduser()
+    rest = url[len(_SQLITE) :]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        if not rest.startswith("/") or rest == "/":  # a host part (sqlite://host/...) or no path at all
+            raise StoreError(f"bad SQLite URL {url!r}: {_BAD_SQLITE_URL}")
+        rest = rest[1:]
+    if not rest or rest == "/":
+        raise StoreError(f"bad SQLite URL {url!r}: {_BAD_SQLITE_URL}")
+    return Path(rest).expanduser()
 
 
 def _scheme(text: str) -> str:
     scheme, sep, _ = text.partition("://")
-    return scheme.lower() if sep else "sqlite"
+    if sep:
+        return scheme.lower()
+    return "sqlite"  # a bare path, or sqlite:path
 
 
 def _canonical_url(text: str) -> str:
@@ -218,7 +244,9 @@ def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     return cls  # every backend's constructor takes its URL (or, for SQLite, its path)
 
 
-def open_store(url: str | os.PathLike[str] | Store | None = None, *, strict: bool = False) -> Store:
+def open_store(
+    url: str | os.PathLike[str] | Store | None = None, *, strict: bool = False, existing: bool = False
+) -> Store:
     """Return the store for ``url`` (a URL, a path, a store, or None for the default).
 
     Opening connects to nothing and creates no file: that waits for the first read
@@ -226,7 +254,8 @@ def open_store(url: str | os.PathLike[str] | Store | None = None, *, strict: boo
     scheme, missing ``openprogram[postgres]``); a SQLite path that can never hold a
     store is named in one warning, and writes to it wait as for any unavailable store
     (``strict=True``: a :class:`StoreError` for it, and for a directory not writable
-    now). The same URL returns the same
+    now). ``existing=True``: a :class:`NoSuchStore` for a SQLite file that does not
+    exist (a command that only reads creates nothing). The same URL returns the same
     store object within a process (``memory://`` without a name is always new,
     except as the default store: one for the process, so a session continues in it).
     """
@@ -237,6 +266,8 @@ def open_store(url: str | os.PathLike[str] | Store | None = None, *, strict: boo
     if scheme == "memory" and text.rstrip("/") == "memory:" and url is not None:
         return _backend("memory", text)(text)  # a throwaway store, each time
     key = f"sqlite:///{path_from_url(text).absolute()}" if scheme == "sqlite" else text
+    if scheme == "sqlite" and existing and not Path(key[len("sqlite:///") :]).exists():
+        raise NoSuchStore(f"no store at {describe_store(key)}: there is no such file")
     if scheme == "sqlite" and (strict or key not in _open):  # checked once, when first opened
         path = Path(key[len("sqlite:///") :])
         if strict or not _in_event_loop():

@@ -304,7 +304,11 @@ def _scrubbed(text: str, secrets: Sequence[str]) -> str:
     """``text`` without any of ``secrets`` (libpq may quote parts of a bad connection string)."""
     for secret in secrets:
         text = text.replace(secret, "***")
-    return " ".join(text.split())
+    # On one line; libpq's lines are sentences without a full stop ("Connection refused\n\tIs the server ...").
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    return "".join(
+        line + ("" if n == len(lines) - 1 else " " if line[-1] in ".?!:;," else ". ") for n, line in enumerate(lines)
+    )
 
 
 def _dedupe_calls(calls: Sequence[CallRow]) -> list[CallRow]:

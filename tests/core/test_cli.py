@@ -54,15 +54,16 @@ def test_sessions_most_recent_first(sqlite_url: str) -> None:
     code, out = run_cli("--store", sqlite_url, "sessions")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["SESSION", "STATUS", "AGENT"]
+    assert lines[0].split()[:5] == ["SESSION", "STATUS", "ERRORS", "AGENT", "TURNS"]
     assert [line.split()[0] for line in lines[1:]] == ["b-newer", "a-older"]
-    assert lines[1].split()[1:6] == ["ok", "main", "tool", "search", "2"]
+    assert lines[1].split()[1:8] == ["ok", "0", "main", "1", "turn:", "tool", "search"]
     code, out = run_cli("--store", sqlite_url, "sessions", "--json")
     assert code == 0
     assert [s["session_id"] for s in json.loads(out)] == ["b-newer", "a-older"]
 
 
 def test_sessions_on_an_empty_store(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()
     code, out = run_cli("--store", f"sqlite:///{tmp_path / 'empty.db'}", "sessions")
     assert code == 0
     assert "no sessions" in out
@@ -72,7 +73,7 @@ def test_show_draws_the_tree_with_errors_visible(recorded: str) -> None:
     code, out = run_cli("--store", recorded, "show", "cli-session")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("session cli-session  agent cli-agent  4 calls")
+    assert lines[0].startswith("session cli-session  agent cli-agent  status ok  4 calls  1 error  1 turn, ")
     tree = "\n".join(lines[1:])
     turn = next(line for line in lines if "turn cli-agent" in line)
     agent = next(line for line in lines if "tool agent" in line)
@@ -258,8 +259,9 @@ def test_show_prints_model_and_tokens_on_llm_lines_and_totals_per_turn_and_sessi
     assert "tokens" not in next(line for line in lines if "tool search" in line)
     code, out = run_cli("--store", sqlite_url, "sessions")
     header, first = out.splitlines()[:2]
-    assert header.split()[:6] == ["SESSION", "STATUS", "AGENT", "ROOT", "CALLS", "TOKENS"]
-    assert first.split()[:7] == ["tokens", "ok", "main", "llm", "fake-gpt", "6", "41"]
+    assert header.split()[:7] == ["SESSION", "STATUS", "ERRORS", "AGENT", "TURNS", "CALLS", "TOKENS"]
+    assert first.split()[:4] == ["tokens", "ok", "0", "main"] and first.split()[-5:-3] == ["6", "41"]
+    assert " 2 turns: llm fake-gpt (3), tool search " in first
 
 
 @pytest.mark.parametrize(

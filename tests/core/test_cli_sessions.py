@@ -26,15 +26,25 @@ def test_columns_stay_aligned_with_a_48_character_id(sqlite_url: str) -> None:
     code, out = run_cli("--store", sqlite_url, "sessions")
     assert code == 0
     header, *rows = out.splitlines()
-    assert header.split() == ["SESSION", "STATUS", "AGENT", "ROOT", "CALLS", "TOKENS", "STARTED", "DURATION"]
+    assert header.split() == [
+        "SESSION",
+        "STATUS",
+        "ERRORS",
+        "AGENT",
+        "TURNS",
+        "CALLS",
+        "TOKENS",
+        "STARTED",
+        "DURATION",
+    ]
     starts = dict(zip(header.split(), columns_of(header), strict=True))
     assert len(rows) == 2
     for line in rows:
         assert line[starts["STATUS"] :].startswith("ok ")
         assert line[starts["AGENT"] :].startswith("a-rather-long-agent-name ")
-        assert line[starts["ROOT"] :].startswith("tool search ")
+        assert line[starts["TURNS"] :].startswith("1 turn: tool search ")
         assert line[starts["STARTED"] :][:4].isdigit()
-    for right_aligned in ("CALLS", "TOKENS"):  # numbers end under the end of their heading
+    for right_aligned in ("ERRORS", "CALLS", "TOKENS"):  # numbers end under the end of their heading
         end = starts[right_aligned] + len(right_aligned)
         assert all(line[end - 1].isdigit() and line[end] == " " for line in rows)
 
@@ -51,10 +61,10 @@ def test_status_root_and_duration_come_from_the_recorded_calls(sqlite_url: str) 
     assert code == 0
     (entry,) = json.loads(out)
     assert entry["status"] == "error" and entry["errors"] == 3  # broken, the agent and the turn
-    assert entry["root"]["kind"] == "tool" and entry["root"]["name"] == "failing_agent"
+    assert entry["turns"] == 1 and entry["ran"] == [{"kind": "tool", "name": "failing_agent", "count": 1}]
     assert entry["duration"] is not None and entry["duration"] >= 0
     code, out = run_cli("--store", sqlite_url, "sessions")
-    assert out.splitlines()[1].split()[1:4] == ["error", "main", "tool"]
+    assert out.splitlines()[1].split()[1:8] == ["error", "3", "main", "1", "turn:", "tool", "failing_agent"]
 
 
 def test_limit_zero_lists_every_session_and_a_negative_limit_is_refused(
@@ -97,3 +107,17 @@ def test_updated_is_the_end_of_the_latest_turn(sqlite_url: str) -> None:
     header = out.splitlines()[0]
     created, updated = (header.split(word + " ")[1][:19] for word in ("created", "updated"))
     assert created != updated
+
+
+def test_a_turn_that_ran_nothing_is_counted_and_names_nothing(sqlite_url: str) -> None:
+    with openprogram.session_context("quiet", store=sqlite_url):
+        pass
+    with openprogram.session_context("quiet", store=sqlite_url):
+        search("x")
+    code, out = run_cli("--store", sqlite_url, "sessions", "--json")
+    assert code == 0
+    (entry,) = json.loads(out)
+    assert entry["turns"] == 2 and entry["ran"] == [{"kind": "tool", "name": "search", "count": 1}]
+    _, out = run_cli("--store", sqlite_url, "sessions")
+    header, row = out.splitlines()
+    assert row[header.index("TURNS") :].startswith("2 turns: tool search ")

@@ -221,6 +221,7 @@ def test_show_jsonl_is_one_call_per_line(sqlite_url: str) -> None:
         search("b")
     code, out = run_cli("--store", sqlite_url, "show", "jsonl", "--jsonl")
     assert code == 0
-    calls = [json.loads(line) for line in out.splitlines()]
+    session, *calls = [json.loads(line) for line in out.splitlines()]
+    assert session["session_id"] == "jsonl" and session["call_count"] == 3  # as `sessions --jsonl` prints it
     assert [(c["kind"], c["name"]) for c in calls] == [("turn", "main"), ("tool", "search"), ("tool", "search")]
     assert calls[1]["inputs"] == {"query": "a"}

@@ -185,3 +185,40 @@ def test_is_default_store_follows_the_environment(tmp_path: Path, monkeypatch: p
     assert is_default_store(other) and not is_default_store(default)
     monkeypatch.setenv("OPENPROGRAM_STORE", "sqlite://no-slash")
     assert not is_default_store(other)
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:////abs/x.db", "/abs/x.db"),  # SQLAlchemy's absolute form
+        ("sqlite:///rel/x.db", "rel/x.db"),  # SQLAlchemy's relative form
+        ("sqlite:/abs/x.db", "/abs/x.db"),  # a URL's path with no host part: absolute (was a file named "sqlite:")
+        ("sqlite:rel/x.db", "rel/x.db"),
+        ("SQLITE:/abs/x.db", "/abs/x.db"),
+        ("/abs/x.db", "/abs/x.db"),
+        ("rel/x.db", "rel/x.db"),
+    ],
+)
+def test_sqlite_urls_name_the_file_they_read(url: str, path: str, tmp_path: Path) -> None:
+    from openprogram.stores import path_from_url
+
+    assert path_from_url(url) == Path(path)
+    store = open_store(url)
+    assert store.url == f"sqlite:///{Path(path).absolute()}"
+
+
+@pytest.mark.parametrize("url", ["sqlite://host/x.db", "sqlite://", "sqlite:", "sqlite:/", "sqlite:///"])
+def test_sqlite_urls_naming_no_file_are_refused(url: str) -> None:
+    with pytest.raises(openprogram.StoreError, match="bad SQLite URL"):
+        open_store(url)
+
+
+def test_opening_for_reading_refuses_a_file_that_is_not_there_and_creates_nothing(tmp_path: Path) -> None:
+    from openprogram.stores import NoSuchStore
+
+    missing = tmp_path / "no" / "such" / "x.db"
+    with pytest.raises(NoSuchStore, match=f"no store at {missing}: there is no such file"):
+        open_store(f"sqlite:{missing}", strict=True, existing=True)
+    assert not (tmp_path / "no").exists()
+    open_store(f"sqlite:{missing}", strict=True)  # a command that writes may still create it
+    open_store("memory://", existing=True)  # nothing to look for: a memory store is there once opened

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 
 import openprogram
@@ -199,3 +203,43 @@ def test_service_name_is_openprogram_unless_the_environment_names_one(
     resources = [s.resource for s in receiver.wait_for(7)]
     assert {r["service.name"] for r in resources} == {"travel-agent"}
     assert {r["openinference.project.name"] for r in resources} == {"travel"}
+
+
+def export_command(store_url: str, *args: str, **env: str) -> tuple[int, str, str, float]:
+    """``openprogram --store URL export otlp ARGS`` in a child process: status, stdout, stderr, seconds taken."""
+    openprogram.flush()
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "openprogram", "--store", store_url, "export", "otlp", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+
+
+def test_a_refused_connection_fails_at_once_with_the_same_message(store_url: str, unreachable_url: str) -> None:
+    session_id = record_two_turns(store_url)
+
+    code, _, err, took = export_command(store_url, session_id, "--endpoint", unreachable_url)
+
+    assert code == 1
+    assert f"openprogram: cannot reach {unreachable_url}/v1/traces ([Errno 111] Connection refused)" in err
+    assert "0 of 1 sessions were sent" in err
+    assert took < 4.0  # was 8 s of the exporter's retries (its default 10 s timeout) before saying so
+
+
+def test_sessions_are_named_by_a_unique_start_of_their_id(store_url: str, receiver: Receiver) -> None:
+    for session_id in ("trip-paris", "trip-oslo", "home"):
+        with openprogram.session_context(session_id, store=store_url):
+            lookup("Paris")
+
+    code, out, err, _ = export_command(store_url, "trip-p", "ho", "--endpoint", receiver.url)
+    assert code == 0, err
+    assert "exported 2 sessions (4 spans)" in out
+    assert {s.attributes["session.id"] for s in receiver.wait_for(4)} == {"trip-paris", "home"}
+    code, out, err, _ = export_command(store_url, "trip", "--endpoint", receiver.url)
+    assert code == 1 and "'trip' is the start of 2 session ids" in err
+    assert "trip-paris" in err and "trip-oslo" in err

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -114,8 +116,12 @@ def test_unreachable_backend_is_warned_about_once_and_never_slows_the_agent(
     report = json.loads(child.stdout)
     assert report["durable"] is True and max(report["flushes"]) < 0.5
     warnings = [line for line in child.stderr.splitlines() if "openprogram" in line]
-    assert len(warnings) == 1, child.stderr
-    assert f"cannot reach {unreachable_url}/v1/traces" in warnings[0] and "openprogram export otlp" in warnings[0]
+    # The outage, once if a send failed before the exit (the run is short); at exit, once, what was not sent.
+    outage = [line for line in warnings if "retrying in the background" in line]
+    (at_exit,) = [line for line in warnings if "not exported" in line]
+    assert len(outage) <= 1 and len(warnings) == len(outage) + 1, child.stderr
+    assert all(f"cannot reach {unreachable_url}/v1/traces" in line and "export otlp" in line for line in warnings)
+    assert f"export otlp {report['session']}`" in at_exit
     assert len(calls(openprogram.open_store(store_url), report["session"])) == 1201  # the store has everything
     assert took < 6 * 0.25 + _otlp.EXIT_SECONDS + 8  # the run, the bounded exit, two interpreter starts
 
@@ -195,6 +201,52 @@ def test_backend_that_comes_back_receives_what_waited(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and f"the backend at {flaky.traces_url} refused the spans" in warnings[0]
     assert any(f"exporting to {flaky.traces_url} again" in r.getMessage() for r in caplog.records)
+
+
+SHORT_AGENT = """
+    import openprogram
+
+    @openprogram.tool
+    def step(i):
+        return i
+
+    with openprogram.session_context() as handle:
+        for i in range(3):
+            step(i)
+    print(handle.session_id)
+"""
+
+
+def test_a_short_program_says_once_at_exit_what_was_not_exported_and_how_to_send_it(
+    unreachable_url: str,
+    run_child: Callable[..., subprocess.CompletedProcess[str]],
+    store_url: str,
+    receiver: Receiver,
+) -> None:
+    started = time.monotonic()
+    child = run_child(SHORT_AGENT, OPENPROGRAM_EXPORT="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=unreachable_url)
+    took = time.monotonic() - started
+
+    assert child.returncode == 0, child.stderr
+    session_id = child.stdout.strip()
+    said = [line for line in child.stderr.splitlines() if "openprogram" in line]
+    assert len(said) == 1, child.stderr  # was: nothing at all
+    assert said[0].startswith("openprogram: live export: 4 spans of 1 session not exported (cannot reach ")
+    assert "Connection refused" in said[0] and "they are in the store" in said[0]
+    command = re.search(r"`(openprogram [^`]+)`", said[0])
+    assert command is not None and command.group(1).endswith(f"export otlp {session_id}")
+    assert took < _otlp.EXIT_SECONDS + 8  # a refused connection: no waiting out the exit's grace either
+    # The command it names sends them (here to a backend that is up).
+    words = shlex.split(command.group(1))[1:]
+    sent = subprocess.run(
+        [sys.executable, "-m", "openprogram", *words, "--endpoint", receiver.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert sent.returncode == 0, sent.stderr
+    assert len(receiver.wait_for(4)) == 4
 
 
 def test_calls_waiting_for_an_unreachable_backend_are_bounded(

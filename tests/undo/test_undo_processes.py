@@ -151,7 +151,7 @@ def test_the_cli_prints_the_plan_asks_and_undoes(shared_url: str, program: Progr
 
     dry = program.cli("--store", shared_url, "undo", session_id, "--dry-run", "--import", "shop")
     assert dry.returncode == 0, dry.stderr
-    assert f"undo plan for the whole session of session {session_id}: 2 effect(s), newest first" in dry.stdout
+    assert f"undo plan for the whole of session {session_id}: 2 effect(s), newest first" in dry.stdout
     plan_lines = [line for line in dry.stdout.splitlines() if line.startswith("  ")]
     assert plan_lines[0].startswith("  1. tool order") and '"item": "b"' in plan_lines[0]
     assert '"order-b"' in plan_lines[0]
