@@ -300,10 +300,19 @@ class _Hidden:
         return "<hidden>"
 
 
+_MASKED_ANYWHERE = 8  # characters from which a secret is masked wherever it appears
+
+
 def _scrubbed(text: str, secrets: Sequence[str]) -> str:
-    """``text`` without any of ``secrets`` (libpq may quote parts of a bad connection string)."""
+    """``text`` without any of ``secrets`` (libpq may quote parts of a bad connection string).
+
+    A short secret is masked only where it stands alone: a password ``p`` masked inside every word would
+    leave the message unreadable and say where the password's letters are."""
     for secret in secrets:
-        text = text.replace(secret, "***")
+        if len(secret) >= _MASKED_ANYWHERE:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
     # On one line; libpq's lines are sentences without a full stop ("Connection refused\n\tIs the server ...").
     lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
     return "".join(

@@ -409,3 +409,10 @@ def test_the_postgresql_connection_error_reads_as_sentences() -> None:
     assert code == 1
     assert "Connection refused. Is the server running" in err, err
     assert "agent:pw" not in err
+
+
+def test_a_one_letter_password_is_masked_where_it_stands_not_inside_every_word() -> None:
+    code, _, err = cli("--store", "postgresql://agent:p@127.0.0.1:1/app", "sessions")
+    assert code == 1
+    assert "accepting TCP/IP connections" in err and "schema openprogram" in err, err
+    assert ":p@" not in err
