@@ -3,7 +3,7 @@
 ``scripted_llm(script, final)`` answers each request with the next entry of ``script`` — a list of
 tool calls ``[(tool name, arguments), ...]`` or a text — then with ``final``. Its tool calls ride
 in ``additional_kwargs["tool_calls"]`` as OpenAI-style dicts, and every reply reports token usage
-in ``raw["usage"]`` as a provider does, streamed or not. It is a real ``FunctionCallingLLM``
+in ``raw["usage"]`` as a provider does, streamed or not; ``requests`` keeps a copy of what each request sent. It is a real ``FunctionCallingLLM``
 subclass, so agents use it exactly as they use a hosted model (``chat``, ``achat``,
 ``stream_chat``, ``astream_chat``). LlamaIndex's own ``MockFunctionCallingLLM`` exists only from
 0.14.x releases later than the lowest one supported, and reports no usage.
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["scripted_llm"]
-
 
 
 def scripted_llm(script: Sequence[Any] = (), final: str = "done", *, model: str = "scripted-model") -> Any:
@@ -47,6 +46,12 @@ def _scripted_class() -> type[Any]:
         final: str = "done"
         script: list[Any] = []
         _answered: int = PrivateAttr(default=0)
+        _requests: list[list[Any]] = PrivateAttr(default_factory=list)
+
+        @property
+        def requests(self) -> list[list[Any]]:
+            """Each request's messages, copied as they arrived."""
+            return self._requests
 
         @classmethod
         def class_name(cls) -> str:
@@ -59,6 +64,7 @@ def _scripted_class() -> type[Any]:
         def _reply(self, messages: Sequence[Any]) -> Any:
             index = self._answered
             self._answered += 1
+            self._requests.append([m.model_copy(deep=True) for m in messages])
             step = self.script[index] if index < len(self.script) else self.final
             sent = sum(len(str(m.content or "").split()) for m in messages)
             if isinstance(step, str):

@@ -96,9 +96,7 @@ def wrap_astream_chat(original: Callable[..., Any], integration: Integration) ->
     return wraps_like(original)(astream_chat)
 
 
-def _begin(
-    integration: Integration, llm: Any, messages: Sequence[Any], kwargs: dict[str, Any], *, stream: bool
-) -> Any:
+def _begin(integration: Integration, llm: Any, messages: Sequence[Any], kwargs: dict[str, Any], *, stream: bool) -> Any:
     name, provider = _model_of(llm)
     kind = ModelStream if stream else ModelCall
     call = kind.request(
