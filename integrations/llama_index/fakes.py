@@ -3,10 +3,11 @@
 ``scripted_llm(script, final)`` answers each request with the next entry of ``script`` — a list of
 tool calls ``[(tool name, arguments), ...]`` or a text — then with ``final``. Its tool calls ride
 in ``additional_kwargs["tool_calls"]`` as OpenAI-style dicts, and every reply reports token usage
-in ``raw["usage"]`` as a provider does, streamed or not; ``requests`` keeps a copy of what each request sent. It is a real ``FunctionCallingLLM``
-subclass, so agents use it exactly as they use a hosted model (``chat``, ``achat``,
-``stream_chat``, ``astream_chat``). LlamaIndex's own ``MockFunctionCallingLLM`` exists only from
-0.14.x releases later than the lowest one supported, and reports no usage.
+in ``raw["usage"]`` as a provider does, streamed or not; ``requests`` keeps a copy of what each
+request sent. It is a real ``FunctionCallingLLM`` subclass, so agents use it exactly as they use
+a hosted model (``chat``, ``achat``, ``stream_chat``, ``astream_chat``). LlamaIndex's own
+``MockFunctionCallingLLM`` exists only in 0.14.x releases later than the lowest one supported,
+and reports no usage.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _scripted_class() -> type[Any]:
         CompletionResponse,
         LLMMetadata,
     )
-    from llama_index.core.bridge.pydantic import PrivateAttr  # type: ignore[import-not-found, unused-ignore]
+    from llama_index.core.bridge.pydantic import Field, PrivateAttr  # type: ignore[import-not-found, unused-ignore]
     from llama_index.core.llms.function_calling import (  # type: ignore[import-not-found, unused-ignore]
         FunctionCallingLLM,
     )
@@ -44,7 +45,7 @@ def _scripted_class() -> type[Any]:
 
         model: str = "scripted-model"
         final: str = "done"
-        script: list[Any] = []
+        script: list[Any] = Field(default_factory=list)
         _answered: int = PrivateAttr(default=0)
         _requests: list[list[Any]] = PrivateAttr(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""LlamaIndex adapter tests: the real framework with an offline scripted LLM (``openprogram.integrations.llama_index.fakes``).
+"""LlamaIndex adapter tests: the real framework with an offline scripted LLM (``integrations/llama_index/fakes.py``).
 
 Home isolation, ``store`` and ``instrument`` come from the root ``tests/conftest.py``.
 """
