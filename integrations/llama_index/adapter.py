@@ -30,6 +30,7 @@ instrumentation, and any handler the user added, run unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -80,6 +81,7 @@ class LlamaIndexIntegration(Integration):
             Target("llama_index_instrumentation.dispatcher:Dispatcher", "span", _wrap_span),
             Target(_TOOL, "call", _wrap_tool_call, overrides=True, skip_owner=True),
             Target(_TOOL, "acall", _wrap_tool_acall, overrides=True, skip_owner=True),
+            Target("llama_index.core.tools.function_tool", "sync_to_async", _carrying_context),
             Target(_LLM, "chat", wrap_chat, overrides=True, skip_owner=True),
             Target(_LLM, "achat", wrap_achat, overrides=True, skip_owner=True),
             Target(_LLM, "stream_chat", wrap_stream_chat, overrides=True, skip_owner=True),
@@ -427,6 +429,26 @@ def _wrap_tool_acall(original: Callable[..., Any], integration: Integration) -> 
         return result
 
     return wraps_like(original)(acall)
+
+
+def _carrying_context(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``sync_to_async``: before 0.14.22 a sync tool function awaited through ``acall`` ran in the loop's
+    executor without the caller's context (no session in the tool); later releases copy it themselves."""
+    inner = [const for const in original.__code__.co_consts if inspect.iscode(const)]
+    if any("copy_context" in code.co_names for code in inner):
+        return original
+
+    def sync_to_async(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not integration.active:
+            return original(fn)
+
+        async def in_callers_context(*args: Any, **kwargs: Any) -> Any:
+            context = contextvars.copy_context()
+            return await asyncio.get_running_loop().run_in_executor(None, lambda: context.run(fn, *args, **kwargs))
+
+        return in_callers_context
+
+    return wraps_like(original)(sync_to_async)
 
 
 def _open_tool(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
