@@ -264,7 +264,7 @@ def _wrap_span(original: Callable[..., Any], integration: Integration) -> Callab
     """``Dispatcher.span``: the workflow runtime decorates each step invocation with it; that step becomes a node."""
 
     def span(self: Any, func: Callable[..., Any]) -> Callable[..., Any]:
-        decorated = original(self, func)
+        decorated: Callable[..., Any] = original(self, func)
         if not integration.active or getattr(func, "_step_config", None) is None:
             return decorated
         with guarded(FRAMEWORK, "wrapping a workflow step"):
@@ -318,6 +318,8 @@ class _Step(LaterCall):
     """A step's node: its run, and whether a tool call was recorded in it (see :func:`_step_done`)."""
 
     __slots__ = ("agentic", "tool_recorded")
+    agentic: bool
+    tool_recorded: bool
 
 
 _current_step: contextvars.ContextVar[_Step | None] = contextvars.ContextVar(
@@ -440,7 +442,8 @@ def _carrying_context(original: Callable[..., Any], integration: Integration) ->
 
     def sync_to_async(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not integration.active:
-            return original(fn)
+            made: Callable[..., Any] = original(fn)
+            return made
 
         async def in_callers_context(*args: Any, **kwargs: Any) -> Any:
             context = contextvars.copy_context()

@@ -147,6 +147,7 @@ def _scripted_class() -> type[Any]:
             chat_history: list[Any] | None = None,
             verbose: bool = False,
             allow_parallel_tool_calls: bool = False,
+            tool_required: bool = False,
             **kwargs: Any,
         ) -> dict[str, Any]:
             messages = list(chat_history or [])
