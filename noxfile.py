@@ -23,6 +23,7 @@ nox.options.sessions = [
     "semantic_kernel",
     "pydantic_ai",
     "openai_agents",
+    "llama_index",
     "reliability",
     "otlp",
     "viewer",
@@ -69,6 +70,10 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
         "lowest": [*_lowest_pins("openai-agents", "openai-agents"), "openai==2.26.0"],
         "latest": ["openai-agents"],
     },
+    "llama_index": {
+        "lowest": _lowest_pins("llama-index", "llama-index-core", "llama-index-workflows"),
+        "latest": ["llama-index-core", "llama-index-workflows"],
+    },
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
@@ -80,6 +85,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
+    "llama_index": ["langgraph>=1.0"],  # the cross tree
 }
 EXTRAS = {
     "langgraph": "langgraph",
@@ -87,6 +93,7 @@ EXTRAS = {
     "semantic_kernel": "semantic-kernel",
     "pydantic_ai": "pydantic-ai",
     "openai_agents": "openai-agents",
+    "llama_index": "llama-index",
 }
 
 
