@@ -73,7 +73,7 @@ class LlamaIndexIntegration(Integration):
     framework: ClassVar[str] = FRAMEWORK
     distribution: ClassVar[str] = "llama-index-core"
     extra: ClassVar[str] = "llama-index"
-    trigger: ClassVar[str] = "llama_index.core"
+    trigger: ClassVar[str] = "workflows"  # llama_index.core imports it; a workflows-only program too
 
     def targets(self) -> Sequence[Target]:
         return [
@@ -149,23 +149,24 @@ class _Run:
         self.call.end(exc, output, None, status)
 
 
-# The run whose steps run in this context; the workflow whose ``run`` is being recorded (an agent's
-# ``run`` calls ``Workflow.run``: one run, one call).
+# The run whose steps run in this context; the id of the workflow whose ``run`` is being recorded (an
+# agent's ``run`` calls ``Workflow.run``: one run, one call). An id, not the workflow: the run's tasks
+# and the timers they schedule copy this context, and must not keep the workflow alive.
 _current_run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("openprogram.llama_index.run", default=None)
-_entering: contextvars.ContextVar[object] = contextvars.ContextVar("openprogram.llama_index.entering", default=None)
+_entering: contextvars.ContextVar[int] = contextvars.ContextVar("openprogram.llama_index.entering", default=0)
 
 
 def _wrap_run(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     """``Workflow.run`` (and each subclass's own): schedules the run's tasks and returns its handler."""
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not integration.active or _entering.get() is self:
+        if not integration.active or _entering.get() == id(self):
             return original(self, *args, **kwargs)
         state = _begin_run(self, args, kwargs)
         if state is None:
             return original(self, *args, **kwargs)
         run_token = _current_run.set(state)
-        self_token = _entering.set(self)
+        self_token = _entering.set(id(self))
         try:
             with state.call.current():  # the run's tasks, created in here, copy it
                 handler = original(self, *args, **kwargs)
@@ -377,13 +378,13 @@ def _record_unknown_tool(node: _Step, result: Any) -> None:
 
 # --- tools -------------------------------------------------------------------------------------
 
-# The tool whose call is being recorded: its ``acall`` running its own ``call`` is one call.
-_in_tool: contextvars.ContextVar[object] = contextvars.ContextVar("openprogram.llama_index.tool", default=None)
+# The id of the tool whose call is being recorded: its ``acall`` running its own ``call`` is one call.
+_in_tool: contextvars.ContextVar[int] = contextvars.ContextVar("openprogram.llama_index.tool", default=0)
 
 
 def _wrap_tool_call(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not integration.active or _in_tool.get() is self:
+        if not integration.active or _in_tool.get() == id(self):
             return original(self, *args, **kwargs)
         kwargs = _without_session(kwargs)
         hint = _self_recording(self)
@@ -393,7 +394,7 @@ def _wrap_tool_call(original: Callable[..., Any], integration: Integration) -> C
         opened = _open_tool(self, args, kwargs)
         if opened is None:
             return original(self, *args, **kwargs)
-        token = _in_tool.set(self)
+        token = _in_tool.set(id(self))
         try:
             result = original(self, *args, **kwargs)
         except BaseException as exc:
@@ -409,7 +410,7 @@ def _wrap_tool_call(original: Callable[..., Any], integration: Integration) -> C
 
 def _wrap_tool_acall(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     async def acall(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not integration.active or _in_tool.get() is self:
+        if not integration.active or _in_tool.get() == id(self):
             return await original(self, *args, **kwargs)
         kwargs = _without_session(kwargs)
         hint = _self_recording(self)
@@ -419,7 +420,7 @@ def _wrap_tool_acall(original: Callable[..., Any], integration: Integration) -> 
         opened = _open_tool(self, args, kwargs)
         if opened is None:
             return await original(self, *args, **kwargs)
-        token = _in_tool.set(self)
+        token = _in_tool.set(id(self))
         try:
             result = await original(self, *args, **kwargs)
         except BaseException as exc:

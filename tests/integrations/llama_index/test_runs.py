@@ -264,3 +264,43 @@ def test_a_tool_the_agent_does_not_have_is_a_tool_call_ending_in_error(store: St
     assert (missing.status, missing.inputs, attributes(missing)["executed"]) == ("error", {"to": "Mars"}, False)
     assert "teleport not found" in str(missing.error)
     assert one(records, "confused", "agent").status == "ok"
+
+
+def pinned_workflows(store: Store) -> int:
+    """How many of 3 finished workflow runs a timer scheduled in their step keeps alive."""
+    import gc
+    import weakref
+
+    handles: list[asyncio.TimerHandle] = []
+
+    class Tiny(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            handles.append(asyncio.get_running_loop().call_later(3600, lambda: None))
+            return StopEvent(result="done")
+
+    async def main() -> list[weakref.ref[Workflow]]:
+        refs = []
+        for _ in range(3):
+            flow = Tiny()
+            refs.append(weakref.ref(flow))
+            await flow.run()
+            del flow
+        return refs
+
+    with openprogram.session_context(store=store):
+        refs = asyncio.run(main())
+    gc.collect()
+    for handle in handles:
+        handle.cancel()
+    return sum(ref() is not None for ref in refs)
+
+
+def test_a_timer_scheduled_in_a_step_keeps_no_more_workflows_alive_than_plain(
+    store: Store, instrument: Callable[..., set[str]]
+) -> None:
+    # A step's context is copied into what it schedules: openprogram's part of it holds no workflow
+    # (it held the one being run, by the context of ``run``). Workflows before 2.2x pin them themselves.
+    plain = pinned_workflows(store)
+    instrument("llama_index")
+    assert pinned_workflows(store) <= plain
