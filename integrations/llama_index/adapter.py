@@ -25,7 +25,9 @@ instrumentation dispatcher (``Dispatcher.span``, its public decorator, called pe
 step's call is current while it runs and everything it does nests under it. The dispatcher's
 span and event handlers see the same points but cannot make a call current for what runs
 inside (a handler that set context could not be sure to reset it); LlamaIndex's own
-instrumentation, and any handler the user added, run unchanged.
+instrumentation, and any handler the user added, run unchanged. Before llama-index-core 0.14.22 a
+sync tool function awaited through ``acall`` ran in the loop's executor without the caller's
+context: ``function_tool.sync_to_async`` is wrapped there to carry it (later releases do it).
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ class _Run:
         name = getattr(event, "current_agent_name", None)
         if isinstance(name, str) and name != self.agent:
             self.turn_to(name)
+        elif name is not None:
+            self.handoff = None  # a hand-off that did not happen (refused): the agent goes on
         return self.agent_call or self.call
 
     def turn_to(self, name: str) -> None:
