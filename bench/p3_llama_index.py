@@ -5,7 +5,7 @@
 Workload: one ``FunctionAgent`` run whose scripted, zero-latency function-calling LLM
 (``integrations/llama_index/fakes.py``) asks for 3 tool calls in one reply — the agent runs them
 as concurrent ``call_tool`` steps, the sync one in a worker thread — and then answers: 2 model
-requests (streamed, the agent's default), 3 tool calls, about 12 workflow steps. A sample is
+requests (streamed, the agent's default), 3 tool calls, 13 workflow steps. A sample is
 ``--runs`` runs on one event loop; the five modes are interleaved sample by sample in one process
 (order shuffled per round) and compared by the median of their per-run times over ``--rounds``:
 
