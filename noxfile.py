@@ -24,6 +24,7 @@ nox.options.sessions = [
     "pydantic_ai",
     "openai_agents",
     "mcp",
+    "llama_index",
     "reliability",
     "otlp",
     "viewer",
@@ -72,6 +73,10 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
     },
     # MCP: SDK 1 at the floor, SDK 2 at the latest; SDK 1.19's FastMCP imports a pydantic private that 2.12 removed.
     "mcp": {"lowest": [*_lowest_pins("mcp", "mcp"), "pydantic==2.11.10"], "latest": ["mcp"]},
+    "llama_index": {
+        "lowest": _lowest_pins("llama-index", "llama-index-core", "llama-index-workflows"),
+        "latest": ["llama-index-core", "llama-index-workflows"],
+    },
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
@@ -84,6 +89,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
     "mcp": [],
+    "llama_index": ["langgraph>=1.0"],  # the cross tree
 }
 EXTRAS = {
     "langgraph": "langgraph",
@@ -92,6 +98,7 @@ EXTRAS = {
     "pydantic_ai": "pydantic-ai",
     "openai_agents": "openai-agents",
     "mcp": "mcp",
+    "llama_index": "llama-index",
 }
 
 

@@ -16,9 +16,15 @@ INTEGRATIONS: dict[str, str] = {
     "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
     "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
     "mcp": "openprogram.integrations.mcp:MCPIntegration",
+    "llama_index": "openprogram.integrations.llama_index:LlamaIndexIntegration",
 }
 #: other spellings ``instrument()`` accepts
-ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
+ALIASES: dict[str, str] = {
+    "semantic-kernel": "semantic_kernel",
+    "openai_agents": "agents",
+    "openai-agents": "agents",
+    "llama-index": "llama_index",
+}
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph.demo",
@@ -26,4 +32,5 @@ DEMOS: dict[str, str] = {
     "semantic_kernel": "openprogram.integrations.semantic_kernel.demo",
     "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",
     "agents": "openprogram.integrations.openai_agents.demo",
+    "llama_index": "openprogram.integrations.llama_index.demo",
 }
