@@ -424,5 +424,6 @@ def bench(session: nox.Session) -> None:
         "opentelemetry-sdk",
         "openinference-instrumentation-langchain",
         "openinference-instrumentation-crewai",
+        "llama-index-observability-otel",  # LlamaIndex's own tracing, P3's peer
     )
     session.run("python", "-m", "bench", *session.posargs)

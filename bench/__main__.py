@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "sk-ab": ("sk_ab.py", "semantic_kernel", "semantic-kernel"),
     "long-conversations": ("long_conversations.py", "langgraph", "langgraph"),
     "mcp-cost": ("mcp_cost.py", "mcp", "mcp"),
+    "p3-llama-index": ("p3_llama_index.py", "llama_index", "llama-index"),
 }
 
 
