@@ -284,7 +284,10 @@ UPSTREAM_SUITES["mcp"] = UpstreamSuite(
     # its dev dependency group's test tools; left out: the CLI's and the docs' examples (uv runs, pytest-examples).
     distribution="mcp",
     extra="mcp",
-    deps=("pytest", "pytest-xdist", "pytest-timeout", "trio", "inline-snapshot", "dirty-equals", "requests"),
+    deps=(
+        "mcp[cli,ws,rich]",  # the SDK's extras its tests import (the release stays the one pinned beside it)
+        *("pytest", "pytest-xdist", "pytest-timeout", "trio", "inline-snapshot", "dirty-equals", "requests"),
+    ),
     paths=("tests/client", "tests/server", "tests/shared", "tests/issues"),
     # It asserts that a call's _meta is exactly the caller's: openprogram adds its context and a traceparent.
     deselect=("tests/client/test_session.py::test_client_tool_call_with_meta",),
