@@ -15,9 +15,15 @@ INTEGRATIONS: dict[str, str] = {
     "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
     "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
     "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
+    "google_adk": "openprogram.integrations.google_adk:GoogleADKIntegration",
 }
 #: other spellings ``instrument()`` accepts
-ALIASES: dict[str, str] = {"semantic-kernel": "semantic_kernel", "openai_agents": "agents", "openai-agents": "agents"}
+ALIASES: dict[str, str] = {
+    "semantic-kernel": "semantic_kernel",
+    "openai_agents": "agents",
+    "openai-agents": "agents",
+    "google-adk": "google_adk",
+}
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph.demo",
@@ -25,4 +31,5 @@ DEMOS: dict[str, str] = {
     "semantic_kernel": "openprogram.integrations.semantic_kernel.demo",
     "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",
     "agents": "openprogram.integrations.openai_agents.demo",
+    "google_adk": "openprogram.integrations.google_adk.demo",
 }
