@@ -23,6 +23,7 @@ nox.options.sessions = [
     "semantic_kernel",
     "pydantic_ai",
     "openai_agents",
+    "google_adk",
     "reliability",
     "otlp",
     "viewer",
@@ -69,6 +70,7 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
         "lowest": [*_lowest_pins("openai-agents", "openai-agents"), "openai==2.26.0"],
         "latest": ["openai-agents"],
     },
+    "google_adk": {"lowest": _lowest_pins("google-adk", "google-adk"), "latest": ["google-adk"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
@@ -80,6 +82,8 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
+    # The cross tree, BlockBuster, and ADK's database session service (SQLAlchemy, aiosqlite).
+    "google_adk": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "sqlalchemy>=2", "aiosqlite"],
 }
 EXTRAS = {
     "langgraph": "langgraph",
@@ -87,6 +91,7 @@ EXTRAS = {
     "semantic_kernel": "semantic-kernel",
     "pydantic_ai": "pydantic-ai",
     "openai_agents": "openai-agents",
+    "google_adk": "google-adk",
 }
 
 

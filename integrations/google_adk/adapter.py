@@ -146,8 +146,8 @@ def _run_entry(runner: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
         session = kwargs.get("session")
         user_id = kwargs.get("user_id") or getattr(session, "user_id", None)
         session_id = kwargs.get("session_id") or getattr(session, "id", None)
-        service = type(getattr(runner, "session_service", None)).__name__
-        if session_id is None or service in _IN_PROCESS_SERVICES:
+        service = {cls.__name__ for cls in type(getattr(runner, "session_service", None)).__mro__}
+        if session_id is None or service & _IN_PROCESS_SERVICES:
             return run_session(FRAMEWORK, what, runtime="google_adk")
         key = f"{app}/{user_id}/{session_id}"
         return run_session(FRAMEWORK, what, key, namespace="google_adk.session", runtime="google_adk")

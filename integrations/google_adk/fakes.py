@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -22,7 +22,7 @@ from pydantic import Field
 
 __all__ = ["ScriptedLlm", "calls", "text"]
 
-Step = Union[str, Sequence[tuple[str, dict[str, Any]]], Callable[[LlmRequest], LlmResponse]]
+Step = str | Sequence[tuple[str, dict[str, Any]]] | Callable[[LlmRequest], LlmResponse]
 _ids = itertools.count()
 
 

@@ -198,7 +198,8 @@ def content_text(content: Any) -> str | None:
 
 
 def _translated(content: Any) -> list[dict[str, Any]]:
-    """One ``Content`` as messages: a model's text and tool calls, a user's text, each function response a tool message."""
+    """One ``Content`` as messages: a model's text and tool calls; a user's text, each function response a tool
+    message."""
     parts = content.parts or ()
     if content.role == "model":
         said = _reply_of(content)
