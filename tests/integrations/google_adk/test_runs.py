@@ -263,4 +263,5 @@ def test_a_persistent_adk_session_continues_its_openprogram_session(tmp_path: An
     assert openprogram.implicit_session() is None  # the ADK session's own, not the process's
     records = calls(openprogram.open_store(), session_id)
     assert [r.name for r in by_kind(records, "turn")] == ["main", "main"]
-    assert len(by_kind(records, "agent")) == 6
+    # The second run goes on with the agent the first transferred to, as ADK keeps it in its session.
+    assert {r.turn_id for r in by_kind(records, "agent")} == {r.turn_id for r in by_kind(records, "turn")}
