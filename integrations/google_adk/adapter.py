@@ -157,9 +157,10 @@ def _run_entry(runner: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
 
 
 async def _found_entry(runner: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
-    """:func:`_run_entry`, on openprogram's threads when no session is open (finding one reads the store)."""
+    """:func:`_run_entry`, on openprogram's threads when no session is open (finding one reads the store).
+    Inside one, it only binds a persistent ADK session to it (and the run records where it is)."""
     if get_current_session() is not None:
-        return None  # the run records where it is
+        return _run_entry(runner, kwargs)
     return await run_blocking(_run_entry, runner, kwargs)
 
 

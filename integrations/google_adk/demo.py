@@ -21,8 +21,7 @@ __all__ = ["run_demo"]
 def run_demo(emit: Callable[[str], None]) -> None:
     """Run the offline ADK demo in the current session and report what happened through ``emit``."""
     # (ignores: openprogram's type check may run without the framework installed)
-    from google.adk.agents import LlmAgent  # type: ignore[import-not-found, unused-ignore]
-    from google.adk.agents.run_config import RunConfig, StreamingMode  # type: ignore[import-not-found, unused-ignore]
+    from google.adk.agents import LlmAgent, RunConfig  # type: ignore[import-not-found, unused-ignore]
     from google.adk.runners import InMemoryRunner  # type: ignore[import-not-found, unused-ignore]
     from google.adk.tools.agent_tool import AgentTool  # type: ignore[import-not-found, unused-ignore]
     from google.genai import types  # type: ignore[import-not-found, unused-ignore]
@@ -93,5 +92,5 @@ def run_demo(emit: Callable[[str], None]) -> None:
 
     streamer = LlmAgent(name="summarizer", model=ScriptedLlm(model="demo-model", script=["one tree per run, streamed"]))
     runner = InMemoryRunner(agent=streamer, app_name="openprogram_demo")
-    emit(f"google_adk: streamed run: {ask('summarize', RunConfig(streaming_mode=StreamingMode.SSE))}")
+    emit(f"google_adk: streamed run: {ask('summarize', RunConfig.model_validate({'streaming_mode': 'sse'}))}")
     emit(f"google_adk: tools ran in session(s): {', '.join(sorted(sessions))}")

@@ -1,4 +1,4 @@
-"""Google ADK adapter tests: the real framework with a scripted ``BaseLlm`` (``openprogram.integrations.google_adk.fakes``).
+"""Google ADK adapter tests: the real framework with a scripted ``BaseLlm`` (``google_adk.fakes``).
 
 Home isolation, ``store`` and ``instrument`` come from the root ``tests/conftest.py``.
 """

@@ -265,3 +265,25 @@ def test_a_persistent_adk_session_continues_its_openprogram_session(tmp_path: An
     assert [r.name for r in by_kind(records, "turn")] == ["main", "main"]
     # The second run goes on with the agent the first transferred to, as ADK keeps it in its session.
     assert {r.turn_id for r in by_kind(records, "agent")} == {r.turn_id for r in by_kind(records, "turn")}
+
+
+def test_a_persistent_adk_session_run_in_a_session_is_continued_there_with_no_session_open(
+    tmp_path: Any, store: Store
+) -> None:
+    from google.adk.runners import Runner
+    from google.adk.sessions import DatabaseSessionService
+
+    service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{tmp_path / 'adk.db'}")
+    runner = Runner(agent=_team(), app_name="app", session_service=service)
+
+    async def twice() -> str:
+        made = await service.create_session(app_name="app", user_id="u")
+        async with openprogram.session_context() as h:
+            await ask(runner, "sum things", session_id=made.id)
+        runner.agent = _team()
+        await ask(runner, "again", session_id=made.id)  # no session open: the ADK session's
+        return h.session_id
+
+    session_id = asyncio.run(twice())
+    assert last_run_session_id() == session_id
+    assert len(by_kind(calls(openprogram.open_store(), session_id), "turn")) == 2
