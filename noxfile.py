@@ -83,7 +83,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
     # The cross tree, BlockBuster, and PostgreSQL for OpenProgramSession across processes.
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
     # The cross tree, BlockBuster, and ADK's database session service (SQLAlchemy, aiosqlite).
-    "google_adk": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "sqlalchemy>=2", "aiosqlite"],
+    "google_adk": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "sqlalchemy[asyncio]>=2", "aiosqlite"],
 }
 EXTRAS = {
     "langgraph": "langgraph",

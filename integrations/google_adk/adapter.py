@@ -50,6 +50,7 @@ from openprogram._kit import (
     injected_arguments,
     log_once,
     open_call,
+    propagate,
     records_itself,
     run_blocking,
     run_session,
@@ -78,6 +79,7 @@ class GoogleADKIntegration(Integration):
         return [
             Target("google.adk.runners:Runner", "run_async", _wrap_runner),
             Target("google.adk.runners:Runner", "run_live", _wrap_runner),
+            Target("google.adk.runners", "create_thread", _carrying_context),
             Target("google.adk.agents.base_agent:BaseAgent", "run_async", _wrap_agent),
             Target("google.adk.agents.base_agent:BaseAgent", "run_live", _wrap_agent),
             Target("google.adk.tools.base_tool:BaseTool", "run_async", _wrap_tool, overrides=True, skip_owner=True),
@@ -136,6 +138,28 @@ def _wrap_runner(original: Callable[..., Any], integration: Integration) -> Call
                 context.run(entry.leave, failure)
 
     return wraps_like(original)(run)
+
+
+def _carrying_context(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """The thread ``Runner.run`` drives ``run_async`` in: it runs in the caller's context (ADK releases before
+    2.10 start it with none, so a sync run lost its session)."""
+
+    def create_thread(*args: Any, **kwargs: Any) -> Any:
+        if integration.active:
+            with guarded(FRAMEWORK, "carrying the session into a run's thread"):
+                if "target" in kwargs:
+                    kwargs["target"] = _in_callers_context(kwargs["target"])
+                elif args:
+                    args = (_in_callers_context(args[0]), *args[1:])
+        return original(*args, **kwargs)
+
+    return wraps_like(original)(create_thread)
+
+
+def _in_callers_context(target: Callable[..., Any]) -> Callable[..., Any]:
+    if isinstance(getattr(target, "__self__", None), contextvars.Context):
+        return target  # already a context's run (later releases copy the caller's)
+    return propagate(target)
 
 
 def _run_entry(runner: Any, kwargs: Mapping[str, Any]) -> RunEntry | None:
