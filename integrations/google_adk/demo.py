@@ -10,6 +10,7 @@ reads the current session.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,17 @@ __all__ = ["run_demo"]
 
 def run_demo(emit: Callable[[str], None]) -> None:
     """Run the offline ADK demo in the current session and report what happened through ``emit``."""
+    # ADK advises on context caching for apps that transfer between agents: moot for a scripted model.
+    adk_logger = logging.getLogger("google_adk")
+    level = adk_logger.level
+    adk_logger.setLevel(logging.ERROR)
+    try:
+        _run(emit)
+    finally:
+        adk_logger.setLevel(level)
+
+
+def _run(emit: Callable[[str], None]) -> None:
     # (ignores: openprogram's type check may run without the framework installed)
     from google.adk.agents import LlmAgent, RunConfig  # type: ignore[import-not-found, unused-ignore]
     from google.adk.runners import InMemoryRunner  # type: ignore[import-not-found, unused-ignore]
