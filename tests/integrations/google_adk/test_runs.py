@@ -287,3 +287,12 @@ def test_a_persistent_adk_session_run_in_a_session_is_continued_there_with_no_se
     session_id = asyncio.run(twice())
     assert last_run_session_id() == session_id
     assert len(by_kind(calls(openprogram.open_store(), session_id), "turn")) == 2
+
+
+def test_under_the_error_policy_a_run_with_no_session_raises_no_session_error() -> None:
+    openprogram.configure(no_session="error")
+    try:
+        with pytest.raises(openprogram.NoSessionError):
+            asyncio.run(ask(InMemoryRunner(agent=_team(), app_name="app"), "sum things"))
+    finally:
+        openprogram.configure(no_session="auto")
