@@ -110,7 +110,10 @@ def _wrap_runner(original: Callable[..., Any], integration: Integration) -> Call
 
     async def run(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         entry = await _found_entry(self, kwargs) if integration.active else None
-        if entry is None:
+        # The session is current in the run's own context only, around each step: never in the
+        # caller's, which iterates the events (and may stop early, or in another task).
+        context = None if entry is None else contextvars.copy_context()
+        if entry is None or context is None or not await _entered(entry, context):
             inner = original(self, *args, **kwargs)
             try:
                 async for event in inner:
@@ -118,10 +121,6 @@ def _wrap_runner(original: Callable[..., Any], integration: Integration) -> Call
             finally:
                 await close_inner(inner)
             return
-        # The session is current in the run's own context only, around each step: never in the
-        # caller's, which iterates the events (and may stop early, or in another task).
-        context = contextvars.copy_context()
-        await run_blocking(context.run, entry.__enter__)  # a store lookup: off the event loop
         inner = async_steps_in_context(original(self, *args, **kwargs), context)
         failure: BaseException | None = None
         try:
@@ -138,6 +137,16 @@ def _wrap_runner(original: Callable[..., Any], integration: Integration) -> Call
                 context.run(entry.leave, failure)
 
     return wraps_like(original)(run)
+
+
+async def _entered(entry: RunEntry, context: contextvars.Context) -> bool:
+    """Enter the run's session in ``context``, off the event loop (a store lookup); False if that failed."""
+    try:
+        await run_blocking(context.run, entry.__enter__)
+    except Exception as exc:
+        log_once(FRAMEWORK, "entering a run's session", exc)
+        return False
+    return True
 
 
 def _carrying_context(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
