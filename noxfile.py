@@ -25,6 +25,7 @@ nox.options.sessions = [
     "openai_agents",
     "mcp",
     "llama_index",
+    "google_adk",
     "reliability",
     "otlp",
     "viewer",
@@ -77,6 +78,7 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
         "lowest": _lowest_pins("llama-index", "llama-index-core", "llama-index-workflows"),
         "latest": ["llama-index-core", "llama-index-workflows"],
     },
+    "google_adk": {"lowest": _lowest_pins("google-adk", "google-adk"), "latest": ["google-adk"]},
 }
 # Extra packages a framework's tests need beyond TEST_DEPS.
 # langgraph: the SQLite checkpointer for the resume-from-a-fresh-process test; langchain for create_agent.
@@ -90,6 +92,8 @@ TEST_EXTRAS: dict[str, list[str]] = {
     "openai_agents": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "psycopg[binary]>=3.1,<4"],
     "mcp": [],
     "llama_index": ["langgraph>=1.0"],  # the cross tree
+    # The cross tree, BlockBuster, and ADK's database session service (SQLAlchemy, aiosqlite).
+    "google_adk": ["langgraph>=1.0", "blockbuster>=1.5,<1.6", "sqlalchemy[asyncio]>=2", "aiosqlite"],
 }
 EXTRAS = {
     "langgraph": "langgraph",
@@ -99,6 +103,7 @@ EXTRAS = {
     "openai_agents": "openai-agents",
     "mcp": "mcp",
     "llama_index": "llama-index",
+    "google_adk": "google-adk",
 }
 
 

@@ -17,6 +17,7 @@ INTEGRATIONS: dict[str, str] = {
     "agents": "openprogram.integrations.openai_agents:OpenAIAgentsIntegration",
     "mcp": "openprogram.integrations.mcp:MCPIntegration",
     "llama_index": "openprogram.integrations.llama_index:LlamaIndexIntegration",
+    "google_adk": "openprogram.integrations.google_adk:GoogleADKIntegration",
 }
 #: other spellings ``instrument()`` accepts
 ALIASES: dict[str, str] = {
@@ -24,6 +25,7 @@ ALIASES: dict[str, str] = {
     "openai_agents": "agents",
     "openai-agents": "agents",
     "llama-index": "llama_index",
+    "google-adk": "google_adk",
 }
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
@@ -33,4 +35,5 @@ DEMOS: dict[str, str] = {
     "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",
     "agents": "openprogram.integrations.openai_agents.demo",
     "llama_index": "openprogram.integrations.llama_index.demo",
+    "google_adk": "openprogram.integrations.google_adk.demo",
 }
