@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "long-conversations": ("long_conversations.py", "langgraph", "langgraph"),
     "mcp-cost": ("mcp_cost.py", "mcp", "mcp"),
     "p3-llama-index": ("p3_llama_index.py", "llama_index", "llama-index"),
+    "p3-google-adk": ("p3_google_adk.py", "google.adk", "google-adk"),
 }
 
 
