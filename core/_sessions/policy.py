@@ -31,6 +31,7 @@ __all__ = [
     "ENV_TURN_ID",
     "announce",
     "current_policy",
+    "forget_implicit",
     "implicit_session",
     "set_policy",
 ]
@@ -194,11 +195,22 @@ def _close_implicit() -> None:
         end_call(rec)
 
 
+def forget_implicit() -> None:
+    """End the implicit session's turn and forget it: the next call with no session open opens another.
+
+    The no-session policy stays as configured (a test's teardown: the next test starts afresh).
+    """
+    global _implicit
+    with _implicit_lock:
+        _close_implicit()
+        _implicit = None
+
+
 def reset() -> None:
     """Back to how a process starts: no configured policy, no implicit session (its open turn ended)."""
-    global _policy, _implicit, _warned
-    _close_implicit()
-    _policy, _implicit, _warned = None, None, False
+    global _policy, _warned
+    forget_implicit()
+    _policy, _warned = None, False
     _announced.clear()
 
 
