@@ -18,6 +18,7 @@ pytest: ``import openprogram`` never imports it.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,7 +263,9 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Record
     Calls made with no session open record into an implicit session of this test; a
     ``session_context()`` given no store records here too.
     """
-    url = f"sqlite:///{tmp_path / 'openprogram' / 'sessions.db'}"
+    # Named afresh each time: a path used again (pytest reuses a --basetemp it emptied) would find
+    # the store of that path's earlier test, still open in this process, writing to a file since deleted.
+    url = f"sqlite:///{tmp_path / f'openprogram-{secrets.token_hex(4)}.db'}"
     monkeypatch.setenv("OPENPROGRAM_STORE", url)
     for name in _EXPORTED_SESSION:
         monkeypatch.delenv(name, raising=False)

@@ -10,6 +10,8 @@ import textwrap
 import openprogram
 import pytest
 
+from .conftest import run_python
+
 pytest_plugins = ["pytester"]
 
 AGENT = """
@@ -17,6 +19,8 @@ import asyncio
 
 import openprogram
 import pytest
+
+from .conftest import run_python
 
 
 @openprogram.tool
@@ -147,7 +151,7 @@ def test_a_failed_assertion_says_what_was_expected_and_shows_the_tree(user_tests
     result.stdout.fnmatch_lines(  # each message goes on with the tree of what was recorded
         [
             "*AssertionError: expected one llm call under 'planner', found 0",
-            "*recorded in sqlite:///*sessions.db (1 session):",
+            "*recorded in sqlite:///*openprogram-*.db (1 session):",
             "*session *",
             "*  turn main running",
             "*    agent researcher ok",
@@ -156,3 +160,18 @@ def test_a_failed_assertion_says_what_was_expected_and_shows_the_tree(user_tests
             "*      tool answer ok",
         ]
     )
+
+
+def test_openprogram_itself_never_imports_pytest() -> None:
+    result = run_python(
+        """
+        import sys
+        import openprogram
+        openprogram.instrument()
+        openprogram.tool(lambda: 1)()
+        openprogram.flush()
+        print(sorted(name for name in sys.modules if name.split(".")[0] in ("pytest", "_pytest")))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
