@@ -20,8 +20,6 @@ import asyncio
 import openprogram
 import pytest
 
-from .conftest import run_python
-
 
 @openprogram.tool
 def search(query: str) -> str:
