@@ -252,7 +252,8 @@ def _line(call: CallRecord) -> str:
         text += f" [{call.framework}]"
     text += f" {call.status}"
     if call.error:
-        text += f": {call.error.strip().partition(chr(10))[0][:200]}"  # the first line: "Type: message"
+        first_line = call.error.strip().split("\n", 1)[0]  # "Type: message"
+        text += f": {first_line[:200]}"
     return text
 
 
