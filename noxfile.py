@@ -416,7 +416,7 @@ def upstream(session: nox.Session, suite: str) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, and mypy --strict over the installed package with every framework (so their types are checked)."""
     # Not editable: core/ is installed as `openprogram`, a mapping mypy can only follow in an installed copy.
-    session.install(".[all]", "ruff>=0.6", "mypy>=1.10")
+    session.install(".[all]", "ruff>=0.6", "mypy>=1.10", "pytest>=8")  # pytest: openprogram.testing's types
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "--strict", "-p", "openprogram")

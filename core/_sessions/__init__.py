@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import policy
 from .entry import export_context, run_with_session, session_context
 from .joined import join_session
-from .policy import current_policy, implicit_session, reset, set_policy
+from .policy import current_policy, forget_implicit, implicit_session, reset, set_policy
 from .runs import RunEntry, bound_session, last_run_session_id, run_session, session_for_run
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "bound_session",
     "current_policy",
     "export_context",
+    "forget_implicit",
     "implicit_session",
     "join_session",
     "last_run_session_id",

@@ -1,10 +1,13 @@
 """Calls made with no session open: the no-session policy and the implicit session.
 
 Under the default policy, ``auto``, such a call joins the session a parent process
-exported (see ``export_context``) or else one implicit session per process; ``warn``
-runs it unrecorded; ``error`` raises. Every session a process records into with no
-session open is announced once, at WARNING (:func:`announce`): the implicit one, and
-each conversation session a framework run continues (see ``openprogram._sessions.runs``).
+exported (see ``export_context``) or else the process's implicit session; ``warn``
+runs it unrecorded; ``error`` raises. The implicit session lives in the default store
+in effect: when that changes (``OPENPROGRAM_STORE`` or ``OPENPROGRAM_HOME`` set anew, as
+a test suite does per test), the next such call opens a new implicit session there.
+Every session a process records into with no session open is announced once, at
+WARNING (:func:`announce`): the implicit one, and each conversation session a framework
+run continues (see ``openprogram._sessions.runs``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from .._recording import SessionHandle, begin_call, end_call, ensure_started, on_exit
 from .._runtime import InvalidSessionId, NoSessionError, new_call_id, new_session_id, validate_session_id
-from ..stores import open_store
+from ..stores import Store, default_store_key, open_store
 from .known import note_session
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "ENV_TURN_ID",
     "announce",
     "current_policy",
+    "forget_implicit",
     "implicit_session",
     "set_policy",
 ]
@@ -43,7 +47,9 @@ ENV_NO_SESSION = "OPENPROGRAM_NO_SESSION"
 _POLICIES = ("auto", "warn", "error")
 
 _policy: str | None = None
-_implicit: SessionHandle | None = None
+# The implicit session, with the default store's key (see default_store_key) it was opened under: one
+# tuple, read at once, so a call never pairs one store's key with another's session.
+_implicit: tuple[tuple[object, ...], SessionHandle] | None = None
 _implicit_lock = threading.Lock()
 _implicit_rec: tuple[Any, ...] | None = None
 _warned = False
@@ -74,8 +80,12 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
     it is only returned if it exists — so code can read the id that was logged.
     """
     global _implicit, _warned
-    if entry is None or (_implicit is not None and (_policy is None or _policy == "auto")):
-        return _implicit
+    implicit = _implicit
+    if implicit is not None and implicit[0] == default_store_key():
+        if entry is None or _policy is None or _policy == "auto":
+            return implicit[1]
+    elif entry is None:
+        return None  # none yet, or one kept in a store that is no longer the default
     # A policy configured after the implicit session was opened still applies to later calls.
     policy = current_policy()
     if policy == "error":
@@ -93,13 +103,11 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
             )
         return None
     with _implicit_lock:
-        if _implicit is None:
+        key = default_store_key()
+        if _implicit is None or _implicit[0] != key:
             try:
-                handle = _from_environment()
-                if handle is not None:
-                    logger.info("openprogram: joining session %s from the environment", handle.session_id)
-                else:
-                    handle = _open_implicit(entry)
+                store = open_store()
+                handle = _kept_or_joined(store) or _open_implicit(store, entry)
             except Exception as exc:  # a misconfigured store never stops the agent: run unrecorded
                 if not _warned:
                     _warned = True
@@ -110,11 +118,27 @@ def implicit_session(entry: str | None = None) -> SessionHandle | None:
                         exc,
                     )
                 return None
-            _implicit = handle
-    return _implicit
+            _implicit = key, handle
+        return _implicit[1]
 
 
-def _from_environment() -> SessionHandle | None:
+def _kept_or_joined(store: Store) -> SessionHandle | None:
+    """For the default ``store``, an implicit session that is not a new one, or None (called under the lock).
+
+    The current one if its store is still the default (another of the variables changed), else
+    the session a parent process exported, joined in ``store``.
+    """
+    if _implicit is not None:
+        if _implicit[1].store is store:
+            return _implicit[1]
+        _close_implicit()  # its turn, in the store that was the default until now
+    handle = _from_environment(store)
+    if handle is not None:
+        logger.info("openprogram: joining session %s from the environment", handle.session_id)
+    return handle
+
+
+def _from_environment(store: Store) -> SessionHandle | None:
     session_id = os.environ.get(ENV_SESSION_ID)
     if not session_id:
         return None
@@ -126,16 +150,14 @@ def _from_environment() -> SessionHandle | None:
         return None
     parent = os.environ.get(ENV_PARENT_CALL) or ""
     agent_id = os.environ.get(ENV_AGENT_ID) or "main"
-    store = open_store()
     ensure_started()  # else nothing is written before exit, and a killed child loses it all
     note_session(store, session_id, agent_id, time.time())
     return SessionHandle(session_id, turn_id, None, False, agent_id, store, parent)
 
 
-def _open_implicit(entry: str) -> SessionHandle:
+def _open_implicit(store: Store, entry: str) -> SessionHandle:
     global _implicit_rec
     ensure_started()
-    store = open_store()
     session_id = new_session_id()
     turn_id = new_session_id()
     note_session(store, session_id, "main", time.time())
@@ -168,15 +190,28 @@ def announce(session_id: str, entry: str, what: str) -> None:
 
 
 def _close_implicit() -> None:
+    global _implicit_rec
     if _implicit_rec is not None:
-        end_call(_implicit_rec)
+        rec, _implicit_rec = _implicit_rec, None
+        end_call(rec)
+
+
+def forget_implicit() -> None:
+    """End the implicit session's turn and forget it: the next call with no session open opens another.
+
+    The no-session policy stays as configured (a test's teardown: the next test starts afresh).
+    """
+    global _implicit
+    with _implicit_lock:
+        _close_implicit()
+        _implicit = None
 
 
 def reset() -> None:
     """Back to how a process starts: no configured policy, no implicit session (its open turn ended)."""
-    global _policy, _implicit, _implicit_rec, _warned
-    _close_implicit()
-    _policy, _implicit, _implicit_rec, _warned = None, None, None, False
+    global _policy, _warned
+    forget_implicit()
+    _policy, _warned = None, False
     _announced.clear()
 
 

@@ -30,6 +30,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .._runtime import StoreError
 from ._base import (
@@ -75,6 +76,7 @@ __all__ = [
     "StoreError",
     "StoredRow",
     "TEXT",
+    "default_store_key",
     "default_store_url",
     "describe_store",
     "effect_state",
@@ -107,6 +109,30 @@ _warned_paths: set[Path] = set()  # one warning per unusable SQLite path and pro
 def openprogram_home() -> Path:
     """``$OPENPROGRAM_HOME`` or ``~/.openprogram``."""
     return Path(os.environ.get("OPENPROGRAM_HOME") or Path.home() / ".openprogram").expanduser()
+
+
+# What decides the default store. Read from the dict behind ``os.environ`` where CPython has one: a lookup
+# there costs ~20 ns, where ``os.environ.get`` of an unset name raises and catches a KeyError (~0.7 us), and
+# this is read at every call made with no session open.
+_DEFAULT_STORE_VARIABLES = ("OPENPROGRAM_STORE", "OPENPROGRAM_HOME", "HOME")
+_environ_keys: tuple[Any, ...] = ()  # (os.environ, the lookup of its dict, the variables' keys in it)
+
+
+def default_store_key() -> tuple[object, ...]:
+    """A cheap value that changes whenever the default store may: the variables that decide it, as set now.
+
+    Equal keys mean ``open_store(None)`` opens the same store; a different key means it may not.
+    """
+    global _environ_keys
+    environ = os.environ
+    found = _environ_keys
+    if not found or found[0] is not environ:
+        data = getattr(environ, "_data", None)
+        if not isinstance(data, dict):  # not CPython's os.environ (a program replaced it)
+            return tuple([environ.get(name) for name in _DEFAULT_STORE_VARIABLES])
+        found = _environ_keys = (environ, data.get, *map(environ.encodekey, _DEFAULT_STORE_VARIABLES))
+    get = found[1]
+    return (get(found[2]), get(found[3]), get(found[4]))
 
 
 def default_store_url() -> str:

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"_undo", "_instrumentation", "_otlp", "_viewer", "_history"},  # the features
     {"_configure", "_kit"},  # the facades: configure() and the adapter kit
     {"__init__"},  # the public API
-    {"_cli"},  # the command line
+    {"_cli", "testing"},  # the command line; the pytest plugin for users' tests
     {"__main__"},
 ]
 LAYER_OF = {unit: n for n, units in enumerate(LAYERS) for unit in units}

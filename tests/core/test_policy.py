@@ -163,3 +163,72 @@ def test_implicit_session_turn_is_closed_at_exit(tmp_path: Path) -> None:
     assert calls["turn"].status == "ok"
     assert calls["tool"].status == "ok"
     assert calls["turn"].attributes == {"implicit": True, "created": True}
+
+
+def test_the_implicit_session_follows_the_default_store_in_effect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A suite giving each test its own store: each test's no-session calls land in its own store.
+    first_url, second_url = (f"sqlite:///{tmp_path / name / 'sessions.db'}" for name in ("first", "second"))
+    monkeypatch.setenv("OPENPROGRAM_STORE", first_url)
+    assert orphan(1) == 2
+    first = openprogram.implicit_session()
+    assert first is not None and first.store is openprogram.open_store(first_url)
+    monkeypatch.setenv("OPENPROGRAM_STORE", second_url)
+    assert openprogram.implicit_session() is None, "no implicit session in the new store yet"
+    assert orphan(2) == 3
+    second = openprogram.implicit_session()
+    assert second is not None and second.session_id != first.session_id
+    assert second.store is openprogram.open_store(second_url)
+    openprogram.flush()
+    [in_first] = [c for c in first.store.list_calls(first.session_id) if c.name == "orphan"]
+    [in_second] = [c for c in second.store.list_calls(second.session_id) if c.name == "orphan"]
+    assert (in_first.output, in_second.output) == (2, 3)
+    assert [s.session_id for s in second.store.list_sessions()] == [second.session_id]
+    # The first implicit session's turn ended when its store stopped being the default.
+    [turn] = [c for c in first.store.list_calls(first.session_id) if c.kind == "turn"]
+    assert turn.status == "ok" and turn.ended_at is not None
+
+
+def test_the_implicit_session_follows_openprogram_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(tmp_path / "one"))
+    orphan(1)
+    first = openprogram.implicit_session()
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(tmp_path / "two"))
+    orphan(2)
+    second = openprogram.implicit_session()
+    assert first is not None and second is not None and first.session_id != second.session_id
+    assert second.store.url.endswith(str(tmp_path / "two" / "sessions.db"))
+
+
+def test_the_implicit_session_stays_while_its_store_is_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{tmp_path / 'kept.db'}")
+    orphan(1)
+    first = openprogram.implicit_session()
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(tmp_path / "elsewhere"))  # OPENPROGRAM_STORE still decides
+    orphan(2)
+    assert openprogram.implicit_session() is first
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{tmp_path / 'other.db'}")
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{tmp_path / 'kept.db'}")  # back before any call
+    orphan(3)
+    assert openprogram.implicit_session() is first
+    openprogram.flush()
+    assert first is not None
+    assert [c.output for c in first.store.list_calls(first.session_id) if c.name == "orphan"] == [2, 3, 4]
+
+
+def test_a_session_exported_by_the_parent_is_joined_in_the_new_default_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_SESSION_ID", "parent-session")
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{tmp_path / 'one.db'}")
+    orphan(1)
+    monkeypatch.setenv("OPENPROGRAM_STORE", f"sqlite:///{tmp_path / 'two.db'}")
+    orphan(2)
+    handle = openprogram.implicit_session()
+    assert handle is not None and handle.session_id == "parent-session"
+    assert handle.store is openprogram.open_store(f"sqlite:///{tmp_path / 'two.db'}")
+    openprogram.flush()
+    assert [c.output for c in handle.store.list_calls("parent-session") if c.name == "orphan"] == [3]
