@@ -168,10 +168,21 @@ def _wrap_parse_input(original: Callable[..., Any], integration: Integration) ->
     return wraps_like(original)(_parse_input)
 
 
+def _sent_inputs(tool: Any, tool_input: Any) -> Any:
+    """Rejected arguments as sent, without injected ones: names the tool's schema lacks are kept (the mistake)."""
+    if not isinstance(tool_input, dict):
+        return tool_input
+    try:
+        injected = tool._injected_args_keys
+    except AttributeError:  # older langchain-core: what the tool takes and the model does not see
+        injected = frozenset(tool.args) - _model_arguments(tool)
+    return {k: v for k, v in tool_input.items() if k not in injected}
+
+
 def _record_rejection(tool: Any, tool_input: Any, exc: BaseException) -> None:
     try:
         name = tool.name
-        inputs = _tool_inputs(tool, tool_input)
+        inputs = _sent_inputs(tool, tool_input)
         opened = open_call("tool", name if type(name) is str else str(name), running_framework.get(), inputs)
     except NoSessionError:
         return  # the "error" no-session policy: the tool's own call would have raised it; the rejection goes on

@@ -72,6 +72,8 @@ class LangGraphIntegration(Integration):
             Target("langgraph.pregel._runner", "run_with_retry", _wrap_run_with_retry),
             Target("langgraph.pregel._runner", "arun_with_retry", _wrap_arun_with_retry),
             Target("langgraph.prebuilt.tool_node:ToolNode", "_validate_tool_call", _wrap_validate_tool_call),
+            # create_agent's own copy in langchain 1.0 (an alias of the one above since: wrapped once)
+            Target("langchain.tools.tool_node:_ToolNode", "_validate_tool_call", _wrap_validate_tool_call),
         ]
 
     def setup(self) -> None:
