@@ -33,6 +33,7 @@ ALIASES: dict[str, str] = {
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph.demo",
+    "langchain": "openprogram.integrations.langchain.demo",
     "crewai": "openprogram.integrations.crewai.demo",
     "semantic_kernel": "openprogram.integrations.semantic_kernel.demo",
     "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",
