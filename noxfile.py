@@ -19,6 +19,7 @@ nox.options.sessions = [
     "tests",
     "postgres",
     "langgraph",
+    "langchain",
     "crewai",
     "semantic_kernel",
     "pydantic_ai",
@@ -64,6 +65,8 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
         "lowest": [*_lowest_pins("langgraph", "langgraph", "langchain-core"), "langgraph-prebuilt==1.0.2"],
         "latest": ["langgraph", "langchain-core"],
     },
+    # LangChain alone, no LangGraph installed: what a program that never imports LangGraph records.
+    "langchain": {"lowest": _lowest_pins("langchain", "langchain-core"), "latest": ["langchain-core"]},
     "crewai": {"lowest": _lowest_pins("crewai", "crewai"), "latest": ["crewai"]},
     "semantic_kernel": {"lowest": _lowest_pins("semantic-kernel", "semantic-kernel"), "latest": ["semantic-kernel"]},
     "pydantic_ai": {"lowest": _lowest_pins("pydantic-ai", "pydantic-ai-slim"), "latest": ["pydantic-ai-slim"]},
@@ -85,6 +88,7 @@ FRAMEWORKS: dict[str, dict[str, list[str]]] = {
 # semantic_kernel: SK 1.30 imports httpx, which the newest openai no longer installs.
 TEST_EXTRAS: dict[str, list[str]] = {
     "langgraph": ["langgraph-checkpoint-sqlite>=2.0", "langchain>=1.0,<2", "blockbuster>=1.5,<1.6"],
+    "langchain": [],
     "crewai": [],
     "semantic_kernel": ["httpx", "blockbuster>=1.5,<1.6"],
     "pydantic_ai": ["langgraph>=1.0", "opentelemetry-sdk", "blockbuster>=1.5,<1.6"],  # cross tree, OTel, BlockBuster
@@ -97,6 +101,7 @@ TEST_EXTRAS: dict[str, list[str]] = {
 }
 EXTRAS = {
     "langgraph": "langgraph",
+    "langchain": "langchain",
     "crewai": "crewai",
     "semantic_kernel": "semantic-kernel",
     "pydantic_ai": "pydantic-ai",

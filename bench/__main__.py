@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "p2": ("p2_sqlite.py", None, None),
     "p2-postgres": ("p2_postgres.py", "psycopg", "postgres"),
     "p3-langgraph": ("p3_langgraph.py", "langgraph", "langgraph"),
+    "p3-langchain": ("p3_langchain.py", "langchain_core", "langchain"),
     "p3-crewai": ("p3_crewai.py", "crewai", "crewai"),
     "p3-semantic-kernel": ("p3_semantic_kernel.py", "semantic_kernel", "semantic-kernel"),
     "p3-instructions": ("p3_instructions.py", None, None),

@@ -11,6 +11,7 @@ __all__ = ["ALIASES", "DEMOS", "INTEGRATIONS"]
 #: framework name -> import string of its Integration subclass
 INTEGRATIONS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph:LangGraphIntegration",
+    "langchain": "openprogram.integrations.langchain:LangChainIntegration",
     "crewai": "openprogram.integrations.crewai:CrewAIIntegration",
     "semantic_kernel": "openprogram.integrations.semantic_kernel:SemanticKernelIntegration",
     "pydantic_ai": "openprogram.integrations.pydantic_ai:PydanticAIIntegration",
@@ -26,10 +27,13 @@ ALIASES: dict[str, str] = {
     "openai-agents": "agents",
     "llama-index": "llama_index",
     "google-adk": "google_adk",
+    "langchain_core": "langchain",  # its import name
+    "langchain-core": "langchain",  # its distribution
 }
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``
 DEMOS: dict[str, str] = {
     "langgraph": "openprogram.integrations.langgraph.demo",
+    "langchain": "openprogram.integrations.langchain.demo",
     "crewai": "openprogram.integrations.crewai.demo",
     "semantic_kernel": "openprogram.integrations.semantic_kernel.demo",
     "pydantic_ai": "openprogram.integrations.pydantic_ai.demo",

@@ -119,6 +119,8 @@ class Integration:
     """openprogram's extra that installs the framework (``pip install 'openprogram[<extra>]'``)."""
     trigger: ClassVar[str] = ""
     """The module whose import enables the adapter (a real module: not a namespace package)."""
+    needs: ClassVar[tuple[str, ...]] = ()
+    """Names of the adapters this one builds on: ``instrument()`` arms them with it (LangGraph needs LangChain's)."""
 
     def __init__(self) -> None:
         self.active = False

@@ -1,13 +1,15 @@
 """The LangGraph adapter (:mod:`.adapter`), with its retry attempts (:mod:`.retries`), thread sessions
-(:mod:`.threads`), the LangChain chat model requests its agents send (:mod:`.chat_models`), a session's
-history as LangChain messages (:mod:`.history`) and its offline demo (:mod:`.demo`).
+(:mod:`.threads`) and its offline demo (:mod:`.demo`). The LangChain chat model requests and tools its
+graphs run are the LangChain adapter's, which it needs; ``as_messages`` (a session's history as
+LangChain messages) is that package's too.
 
 Importing this package imports only the adapter, which imports no framework.
 """
 
 from __future__ import annotations
 
+from openprogram.integrations.langchain import as_messages
+
 from .adapter import LangGraphIntegration
-from .history import as_messages
 
 __all__ = ["LangGraphIntegration", "as_messages"]

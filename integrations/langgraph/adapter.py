@@ -1,4 +1,4 @@
-"""LangGraph adapter: every graph run, node/task and LangChain tool as a call in the session DAG.
+"""LangGraph adapter: every graph run and node/task as a call in the session DAG, and what its nodes call.
 
 The session of the code that created a run is visible inside every node and tool of that run,
 wherever the run is iterated; a run with no open session records into its thread's conversation when
@@ -8,9 +8,11 @@ through) run each step in their creator's context, driven from C so that LangGra
 the caller's line; their ``graph`` call lasts from the run's loop entered to the run's end reported
 to its callback manager. Nodes: ``run_with_retry`` / ``arun_with_retry`` as bound in
 ``langgraph.pregel._runner`` (every node, ``Send``, subgraph, ``@task``, ``ToolNode``; each attempt
-under a ``RetryPolicy``: :mod:`.retries`). Tools: ``BaseTool.run`` / ``arun``. Chat model
-requests: :mod:`.chat_models`. Interrupts and resumes, static breakpoints and cache hits are
-recorded too (the last two by hooks on the loops of the runs that have them).
+under a ``RetryPolicy``: :mod:`.retries`). LangChain tools and chat model requests are the LangChain
+adapter's, which this one needs: inside a graph run they carry ``"langgraph"``; a tool call a model
+asked for that ``ToolNode`` answers itself (no such tool) is recorded here, ending ``error``.
+Interrupts and resumes, static breakpoints and cache hits are recorded too (the last two by hooks on
+the loops of the runs that have them).
 """
 
 from __future__ import annotations
@@ -33,16 +35,14 @@ from openprogram._kit import (
     close_call,
     frameless_steps_in_current_context,
     guarded,
-    injected_arguments,
     json_string,
     log_once,
     open_call,
-    records_itself,
     register_control_flow,
     wraps_like,
 )
+from openprogram.integrations.langchain import enter_run, leave_run
 
-from .chat_models import CHAT_MODEL_TARGETS
 from .retries import NodeCalls, attempts_for
 from .threads import athread_entry, bind_latest, thread_entry
 
@@ -52,13 +52,14 @@ FRAMEWORK = "langgraph"
 
 
 class LangGraphIntegration(Integration):
-    """Records LangGraph graph runs, nodes/tasks, interrupts, LangChain tools and chat model requests."""
+    """Records LangGraph graph runs, nodes/tasks and interrupts (the LangChain adapter it needs: tools, models)."""
 
     identifier: ClassVar[str] = "langgraph"
     framework: ClassVar[str] = FRAMEWORK
     distribution: ClassVar[str] = "langgraph"
     extra: ClassVar[str] = "langgraph"
     trigger: ClassVar[str] = "langgraph.pregel"  # ``langgraph`` is a namespace package
+    needs: ClassVar[tuple[str, ...]] = ("langchain",)  # the chat models and tools its nodes run
 
     def targets(self) -> Sequence[Target]:
         return [
@@ -70,9 +71,9 @@ class LangGraphIntegration(Integration):
             Target("langgraph.pregel._loop:AsyncPregelLoop", "__aenter__", _wrap_aenter),
             Target("langgraph.pregel._runner", "run_with_retry", _wrap_run_with_retry),
             Target("langgraph.pregel._runner", "arun_with_retry", _wrap_arun_with_retry),
-            Target("langchain_core.tools:BaseTool", "run", _wrap_tool_run),
-            Target("langchain_core.tools:BaseTool", "arun", _wrap_tool_arun),
-            *CHAT_MODEL_TARGETS,
+            Target("langgraph.prebuilt.tool_node:ToolNode", "_validate_tool_call", _wrap_validate_tool_call),
+            # create_agent's own copy in langchain 1.0 (an alias of the one above since: wrapped once)
+            Target("langchain.tools.tool_node:_ToolNode", "_validate_tool_call", _wrap_validate_tool_call),
         ]
 
     def setup(self) -> None:
@@ -140,6 +141,7 @@ class _GraphStart:
         "ended",
         "entered",
         "entry",
+        "framework_token",
         "graph",
         "loop",
         "manager",
@@ -166,6 +168,7 @@ class _GraphStart:
         self.graph, self.config = graph, config
         self.run = _Run(_run_var.get())
         self.token: contextvars.Token[_Run | None] | None = None
+        self.framework_token: contextvars.Token[str] | None = None
         self.manager: Any = None
         self.entered = self.ended = False
 
@@ -174,6 +177,7 @@ class _GraphStart:
         with guarded(FRAMEWORK, "stream (starting the graph call)"):
             self.scope.enter()
             self.token = _run_var.set(self.run)
+            self.framework_token = enter_run(FRAMEWORK)  # the LangChain calls of its nodes are the graph's
 
     def _close(self, exc: BaseException | None, output: Any) -> bool:
         """End the ``graph`` call with the run's output; True the first time (the caller leaves the session)."""
@@ -184,6 +188,8 @@ class _GraphStart:
             if self.token is not None:
                 with contextlib.suppress(ValueError):  # ended in another context: nothing to restore
                     _run_var.reset(self.token)
+            if self.framework_token is not None:
+                leave_run(self.framework_token)
             bind_latest(self.loop)  # the next run of this thread, from any process, continues this session
             if exc is not None and isinstance(exc, _parent_command):
                 self.scope.set_attributes(command="parent")  # a subgraph handing control to its parent
@@ -453,6 +459,14 @@ def _begin_node(task: Any, attempt: int = 0) -> Opened | None:
         return None
 
 
+def _pushed_input(payload: Any) -> Any:
+    """A Send payload as recorded: a prebuilt agent's tool call without the graph state it carries
+    along (the whole conversation so far, which the model calls keep already)."""
+    if type(payload) is dict and payload.get("__type") == "tool_call_with_context" and "state" in payload:
+        return {key: value for key, value in payload.items() if key != "state"}
+    return payload
+
+
 # LangGraph's bookkeeping channels (``__pregel_*``, a resumed interrupt's answers, an
 # entrypoint's saved value) and routing markers (``branch:to:x``: None): not a node's output.
 _BOOKKEEPING = ("__pregel", "branch:", "__resume__", "__previous__")
@@ -565,131 +579,39 @@ def _wrap_arun_with_retry(original: Callable[..., Any], integration: Integration
     return wraps_like(original)(arun_with_retry)
 
 
-# --- LangChain tools -------------------------------------------------------------
-
-_visible: dict[int, tuple[Any, frozenset[str]]] = {}  # id(tool) -> (tool, argument names the model sees)
-_MAX_VISIBLE = 1024
+# --- tool calls ToolNode answers itself ------------------------------------------------
 
 
-def _model_arguments(tool: Any) -> frozenset[str]:
-    """The argument names in the tool's schema as sent to a model (for langchain-core without
-    ``_injected_args_keys``). Cached per tool: building the schema is not free."""
-    cached = _visible.get(id(tool))
-    if cached is not None and cached[0] is tool:
-        return cached[1]
-    schema = tool.tool_call_schema
-    names = frozenset(schema["properties"] if isinstance(schema, dict) else schema.model_fields)
-    if len(_visible) >= _MAX_VISIBLE:
-        _visible.clear()
-    _visible[id(tool)] = (tool, names)
-    return names
+class _NoSuchTool(LookupError):
+    """What a model's call of a tool the ToolNode does not have failed with (ToolNode answers it, raising nothing)."""
 
 
-def _pushed_input(payload: Any) -> Any:
-    """A Send payload as recorded: a prebuilt agent's tool call without the graph state it carries
-    along (the whole conversation so far, which the model calls keep already)."""
-    if type(payload) is dict and payload.get("__type") == "tool_call_with_context" and "state" in payload:
-        return {key: value for key, value in payload.items() if key != "state"}
-    return payload
+def _tool_inputs(call: Any) -> Any:
+    """A tool call's arguments as the model sent them (there is no tool to leave injected ones out)."""
+    return call.get("args")
 
 
-def _tool_inputs(tool: Any, tool_input: Any) -> Any:
-    """The tool's arguments without injected ones (InjectedState, ToolRuntime, store: plumbing, possibly huge)."""
-    if not isinstance(tool_input, dict):
-        return tool_input
+def _wrap_validate_tool_call(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """``ToolNode._validate_tool_call``: a call of a tool it does not have is answered with an error
+    ToolMessage, no tool runs: recorded as that ``tool`` call, ending ``error`` with the answer."""
+
+    def _validate_tool_call(self: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = original(self, call, *args, **kwargs)
+        if answer is not None and integration.active:
+            _record_unknown_tool(call, answer)
+        return answer
+
+    return wraps_like(original)(_validate_tool_call)
+
+
+def _record_unknown_tool(call: Any, answer: Any) -> None:
     try:
-        injected = tool._injected_args_keys
-    except AttributeError:
-        visible = _model_arguments(tool)
-        return {k: v for k, v in tool_input.items() if k in visible}
-    if injected:
-        return {k: v for k, v in tool_input.items() if k not in injected}
-    return tool_input
-
-
-def _injected_hint(tool: Any, tool_input: Any) -> list[tuple[frozenset[str], frozenset[str]]] | None:
-    """For a tool that records itself: the injected arguments its ``@openprogram.tool`` wrapper leaves out."""
-    try:
-        if not isinstance(tool_input, dict):
-            return None
-        wrapped = (getattr(tool, attribute, None) for attribute in ("func", "coroutine"))
-        names = frozenset(n for n in (getattr(f, "__openprogram_tool__", None) for f in wrapped) if n)
-        if not names:
-            return None
-        # What the model does not see was injected (``_injected_args_keys`` misses the
-        # annotations of a function wrapped by @openprogram.tool; the model's schema does not).
-        visible = _model_arguments(tool)
-        keys = frozenset(k for k in tool_input if k not in visible)
-        return [(names, keys)] if keys else None
-    except Exception as exc:
-        log_once(FRAMEWORK, "BaseTool.run (finding injected arguments)", exc)
-        return None
-
-
-def _begin_tool(tool: Any, tool_input: Any) -> Opened | None:
-    try:
-        # A tool built on an ``@openprogram.tool`` function records its own call: not recorded twice.
-        if records_itself(tool, "func", "coroutine"):
-            return None
-        name = tool.name
-        return open_call("tool", name if type(name) is str else str(name), FRAMEWORK, _tool_inputs(tool, tool_input))
+        name = call.get("name")
+        opened = open_call("tool", str(name), FRAMEWORK, _tool_inputs(call))
     except NoSessionError:
-        raise  # the "error" no-session policy
+        return  # the "error" no-session policy: ToolNode's answer goes to the model as without openprogram
     except Exception as exc:
-        log_once(FRAMEWORK, "BaseTool.run (starting the tool call)", exc)
-        return None
-
-
-def _tool_output(result: Any) -> Any:
-    # A ToolMessage (a ToolNode call): its content is the result; the whole message is in the node's output.
-    return result.content if hasattr(result, "tool_call_id") and hasattr(result, "content") else result
-
-
-def _wrap_tool_run(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
-    def run(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        if not integration.active:
-            return original(self, tool_input, *args, **kwargs)
-        opened = _begin_tool(self, tool_input)
-        if opened is None:
-            hint = _injected_hint(self, tool_input)
-            if hint is None:
-                return original(self, tool_input, *args, **kwargs)
-            token = injected_arguments.set(hint)
-            try:
-                return original(self, tool_input, *args, **kwargs)
-            finally:
-                injected_arguments.reset(token)
-        try:
-            result = original(self, tool_input, *args, **kwargs)
-        except BaseException as exc:
-            close_call(opened, exc)  # interrupt() inside the tool: "interrupted", registered control flow
-            raise
-        close_call(opened, None, _tool_output(result))
-        return result
-
-    return wraps_like(original)(run)
-
-
-def _wrap_tool_arun(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
-    async def arun(self: Any, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-        if not integration.active:
-            return await original(self, tool_input, *args, **kwargs)
-        opened = _begin_tool(self, tool_input)
-        if opened is None:
-            hint = _injected_hint(self, tool_input)
-            if hint is None:
-                return await original(self, tool_input, *args, **kwargs)
-            token = injected_arguments.set(hint)
-            try:
-                return await original(self, tool_input, *args, **kwargs)
-            finally:
-                injected_arguments.reset(token)
-        try:
-            result = await original(self, tool_input, *args, **kwargs)
-        except BaseException as exc:
-            close_call(opened, exc)
-            raise
-        close_call(opened, None, _tool_output(result))
-        return result
-
-    return wraps_like(original)(arun)
+        log_once(FRAMEWORK, "ToolNode._validate_tool_call (recording an unknown tool)", exc)
+        return
+    if opened is not None:
+        close_call(opened, _NoSuchTool(str(answer.content)), answer.content)

@@ -127,8 +127,7 @@ def run_demo(emit: Callable[[str], None]) -> None:
     """Run the offline LangGraph agent in the current session, answer its interrupt, report on ``emit``."""
     from langchain_core.messages import HumanMessage
     from langgraph.types import Command
-
-    from .history import as_messages
+    from openprogram.integrations.langchain import as_messages
 
     graph = _build_graph()
     config = {"configurable": {"thread_id": f"demo-{uuid.uuid4().hex[:12]}"}}

@@ -57,7 +57,7 @@ def _installed(module: str) -> bool:
 
 
 @pytest.mark.skipif(
-    any(_installed(m) for m in ("langgraph", "crewai", "semantic_kernel")),
+    any(_installed(m) for m in ("langgraph", "langchain_core", "crewai", "semantic_kernel")),
     reason="a framework is installed: the core tests expect none",
 )
 def test_instrument_with_no_framework_enables_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,5 +1,7 @@
 """LangChain chat models: every request a ``BaseChatModel`` sends is one ``llm`` call, under the call that asked.
 
+Its ``framework`` is the one whose run it is in (:mod:`.caller`): ``"langgraph"`` inside a graph, else ``"langchain"``.
+
 Two funnels on ``BaseChatModel`` catch every request once. ``_generate_with_cache`` /
 ``_agenerate_with_cache`` run one request each for ``invoke``, ``ainvoke``, ``batch``,
 ``abatch`` and ``generate`` (through ``bind_tools``, ``with_structured_output`` and the
@@ -32,6 +34,8 @@ from openprogram._kit import (
     usage,
     wraps_like,
 )
+
+from .caller import running_framework
 
 __all__ = ["CHAT_MODEL_TARGETS"]
 
@@ -240,7 +244,7 @@ def _wrap_generate(original: Callable[..., Any], integration: Integration) -> Ca
     def _generate_with_cache(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
         if not integration.active:
             return original(self, messages, *args, **kwargs)
-        call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, integration.framework)
+        call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, running_framework.get())
         if call is None:
             return original(self, messages, *args, **kwargs)
         return call.run(lambda: original(self, messages, *args, **kwargs), _answer)
@@ -252,7 +256,7 @@ def _wrap_agenerate(original: Callable[..., Any], integration: Integration) -> C
     async def _agenerate_with_cache(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
         if not integration.active:
             return await original(self, messages, *args, **kwargs)
-        call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, integration.framework)
+        call = _request(ModelCall, self, lambda: messages, _stop_of(args, kwargs), kwargs, running_framework.get())
         if call is None:
             return await original(self, messages, *args, **kwargs)
         return await call.arun(lambda: original(self, messages, *args, **kwargs), _answer)
@@ -274,7 +278,7 @@ def _wrap_stream(original: Callable[..., Any], integration: Integration) -> Call
     def stream(self: Any, *args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         if not integration.active:
             return (yield from original(self, *args, **kwargs))
-        call = _begin_stream(self, args, kwargs, integration.framework)
+        call = _begin_stream(self, args, kwargs, running_framework.get())
         chunks = original(self, *args, **kwargs)
         return (yield from (chunks if call is None else steps_under_call(chunks, call)))
 
@@ -283,7 +287,7 @@ def _wrap_stream(original: Callable[..., Any], integration: Integration) -> Call
 
 def _wrap_astream(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
     async def astream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        call = _begin_stream(self, args, kwargs, integration.framework) if integration.active else None
+        call = _begin_stream(self, args, kwargs, running_framework.get()) if integration.active else None
         chunks = original(self, *args, **kwargs)
         inner = chunks if call is None else async_steps_under_call(chunks, call)
         try:
@@ -301,4 +305,4 @@ CHAT_MODEL_TARGETS: Sequence[Target] = (
     Target(_CHAT_MODEL, "stream", _wrap_stream),
     Target(_CHAT_MODEL, "astream", _wrap_astream),
 )
-"""The rows the LangGraph adapter adds to its table: each request of a LangChain chat model, an ``llm`` call."""
+"""The rows of the LangChain adapter's table for chat models: each request, an ``llm`` call."""
