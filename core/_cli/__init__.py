@@ -14,6 +14,7 @@ from __future__ import annotations
 from .demo import follow_up_lines
 from .export import row_of
 from .main import build_parser, main
+from .session_ids import SessionNotFound, find_session
 from .tree import render_tree
 
-__all__ = ["build_parser", "follow_up_lines", "main", "render_tree", "row_of"]
+__all__ = ["SessionNotFound", "build_parser", "find_session", "follow_up_lines", "main", "render_tree", "row_of"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openprogram
 import pytest
-from openprogram._cli.session_ids import SessionNotFound, find_session
+from openprogram._cli import SessionNotFound, find_session
 from openprogram.stores import Store
 
 
