@@ -49,7 +49,10 @@ def _select(browser: Any, call_id: str, name: str) -> str:
 
 # For each shown row: the width the name has, the width it needs, and the widths of the notes beside it.
 _ROW_WIDTHS = """return [...document.querySelectorAll('.row')].filter((row) => row.offsetParent).map((row) => {
-  const width = (selector) => { const e = row.querySelector(selector); return e ? e.getBoundingClientRect().width : 0; };
+  const width = (selector) => {
+    const e = row.querySelector(selector);
+    return e ? e.getBoundingClientRect().width : 0;
+  };
   const label = row.querySelector('.label');
   return {name: label.textContent, has: label.clientWidth, needs: label.scrollWidth,
           framework: width('.sub'), tokens: width('.tok')};
@@ -73,9 +76,12 @@ def test_at_1024_px_a_call_name_wins_over_the_framework_and_token_notes(
 
 @pytest.mark.parametrize("width", [1024, 1400])
 def test_the_tree_column_headers_are_never_cut(browser: Any, demo_viewer: str, recorded: Recorded, width: int) -> None:
-    headers = """return [...document.querySelectorAll('.tree-head > div:not(.timeline-head), .timeline-head .head-label, #zoom')]
-      .map((e) => { const box = e.getBoundingClientRect(), head = e.closest('.tree-head').getBoundingClientRect();
-        return {text: e.textContent, has: e.clientWidth, needs: e.scrollWidth, inside: box.right <= head.right + 0.5}; })"""
+    headers = """
+      const shown = '.tree-head > div:not(.timeline-head), .timeline-head .head-label, #zoom';
+      return [...document.querySelectorAll(shown)].map((e) => {
+        const box = e.getBoundingClientRect(), head = e.closest('.tree-head').getBoundingClientRect();
+        return {text: e.textContent, has: e.clientWidth, needs: e.scrollWidth, inside: box.right <= head.right + 0.5};
+      })"""
     with _viewport(browser, width):
         _open_session(browser, demo_viewer, recorded.sessions["langgraph"])
         shown = browser.execute_script(headers)
@@ -145,6 +151,7 @@ def test_counts_agree_with_their_nouns(
     search.send_keys("step")
     wait_for(lambda: browser.find_element(By.ID, "match-note").text == "1 of 2 matches", what="two matches")
 
+
 def test_a_graph_output_of_langchain_messages_is_drawn_as_the_chat(
     browser: Any, demo_viewer: str, recorded: Recorded
 ) -> None:
@@ -152,7 +159,9 @@ def test_a_graph_output_of_langchain_messages_is_drawn_as_the_chat(
     calls = recorded.store.list_calls(session_id)
     graph = next(c for c in calls if c.kind == "graph" and c.output)
     held = graph.output["messages"][0]
-    assert {"type", "content", "additional_kwargs"} <= set(held)  # what the store holds: LangChain's serialized messages
+    assert {"type", "content", "additional_kwargs"} <= set(
+        held
+    )  # what the store holds: LangChain's serialized messages
     _open_session(browser, demo_viewer, session_id)
     _select(browser, graph.call_id, graph.name)
     output = browser.find_element(By.CSS_SELECTOR, "#details .section.output")
@@ -164,7 +173,9 @@ def test_a_graph_output_of_langchain_messages_is_drawn_as_the_chat(
     assert "additional_kwargs" not in output.text and "response_metadata" not in output.text
     # a node's state update is drawn the same way
     node = next(
-        c for c in calls if c.kind == "node" and c.output and any(m["type"] == "tool" for m in c.output.get("messages", []))
+        c
+        for c in calls
+        if c.kind == "node" and c.output and any(m["type"] == "tool" for m in c.output.get("messages", []))
     )
     _select(browser, node.call_id, node.name)
     output = browser.find_element(By.CSS_SELECTOR, "#details .section.output")
