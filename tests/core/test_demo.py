@@ -162,7 +162,9 @@ def test_a_demo_of_named_frameworks_runs_only_those(tmp_path: Path) -> None:
     assert "langgraph: starting" in first.stdout
     store = openprogram.open_store(store_path)
     (session,) = store.list_sessions()
-    assert {c.framework for c in store.list_calls(session.session_id) if c.kind != "turn"} == {"langgraph"}
+    calls = store.list_calls(session.session_id)
+    assert {c.framework for c in calls} == {"langgraph", None}  # None: the turn, and openprogram's own @tool
+    assert not {"research", "summarize", "fetch"} & {c.name for c in calls}  # the plain-Python agent did not run
     # a named subset continues a session too; the plain-Python agent is one of the names
     again = _demo(store_path, "--session", session.session_id, "plain")
     assert again.returncode == 0, again.stderr
