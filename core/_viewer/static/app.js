@@ -14,7 +14,8 @@
   // Status icons are drawn, not typed: a symbol such as U+23F8 (pause) shows only where an emoji font is installed.
   const SVG = "http://www.w3.org/2000/svg";
   const ICON_SHAPES = {
-    error: [["path", { d: "M3 3 9 9M9 3 3 9", fill: "none", stroke: "currentColor", "stroke-width": "2", "stroke-linecap": "round" }]],
+    error: [["path", { d: "M3 3 9 9M9 3 3 9", fill: "none", stroke: "currentColor", "stroke-width": "2",
+      "stroke-linecap": "round" }]],
     running: [["circle", { cx: "6", cy: "6", r: "3.5", fill: "currentColor" }]],
     interrupted: [["rect", { x: "2.5", y: "2", width: "2.5", height: "8", rx: "0.5", fill: "currentColor" }],
       ["rect", { x: "7", y: "2", width: "2.5", height: "8", rx: "0.5", fill: "currentColor" }]],
