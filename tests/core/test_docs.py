@@ -31,7 +31,7 @@ def test_all_says_what_it_cannot_hold_where_it_is_offered() -> None:
     setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
     assert "pip install -e '.[all]'" in setup
     assert "CrewAI pins `openai<3`" in setup and "pip install -e '.[crewai]'" in setup
-    assert "'.[langgraph,semantic-kernel,openai-agents,pydantic-ai,postgres,otlp]'" in setup
+    assert "'.[langgraph,semantic-kernel,openai-agents,pydantic-ai,mcp,postgres,otlp]'" in setup
 
 
 def test_the_pydantic_ai_page_says_where_a_new_conversation_is_recorded() -> None:

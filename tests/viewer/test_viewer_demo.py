@@ -14,9 +14,10 @@ from pathlib import Path
 
 import openprogram
 import pytest
+from openprogram.integrations import ALIASES, DEMOS
 
-#: each demo's name in its lines, in the order the demo runs them
-FRAMEWORK_LINES = ("langgraph", "crewai", "semantic_kernel", "pydantic_ai", "openai_agents")
+#: the names of other demos' lines
+OTHER_LINES = ("crewai", "semantic_kernel", "pydantic_ai", "openai_agents")
 STARTING = ": starting (importing the framework, then running its offline agent)..."
 
 
@@ -51,11 +52,12 @@ def test_each_framework_is_announced_before_its_slow_import(watched_demo: list[t
     lines = [line for _, line in watched_demo]
     assert lines[0].startswith("new session ") and lines[1].startswith("plain python: ")
     starting = [i for i, line in enumerate(lines) if line.endswith(STARTING)]
-    assert [lines[i].split(":")[0] for i in starting] == list(FRAMEWORK_LINES)
-    for i, name in zip(starting, FRAMEWORK_LINES, strict=True):
+    names = [lines[i].split(":")[0] for i in starting]
+    assert [ALIASES.get(name, name) for name in names] == list(DEMOS)  # every demo, in the registry's order
+    for i, name in zip(starting, names, strict=True):
         assert lines[i + 1].startswith(name), (name, lines[i + 1])  # its own lines follow its announcement
     # Importing CrewAI (lancedb...) takes seconds: its line is on the screen while that happens, not after.
-    crew = starting[FRAMEWORK_LINES.index("crewai")]
+    crew = starting[names.index("crewai")]
     assert watched_demo[crew + 1][0] - watched_demo[crew][0] > 0.5, watched_demo[crew : crew + 2]
 
 
@@ -68,7 +70,7 @@ def test_a_demo_of_one_framework_runs_only_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[1] == "langgraph" + STARTING and lines[2].startswith("langgraph: agent paused")
-    others = ("plain python", *FRAMEWORK_LINES[1:])
+    others = ("plain python", *OTHER_LINES)
     assert [line for line in lines if line.startswith(others)] == []
     store = openprogram.open_store(store_path)
     (session,) = store.list_sessions()
