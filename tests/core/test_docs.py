@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PAGES = sorted((ROOT / "docs").glob("*.md"))
-FRAMEWORKS = ("LangGraph", "CrewAI", "Semantic Kernel", "OpenAI Agents SDK", "Pydantic AI")
+FRAMEWORKS = ("LangGraph", "CrewAI", "Semantic Kernel", "OpenAI Agents SDK", "Pydantic AI", "LlamaIndex", "Google ADK")
 
 
 def _sections(text: str) -> list[str]:
@@ -28,10 +28,10 @@ def test_every_install_line_installs_from_the_checkout() -> None:
 
 
 def test_all_says_what_it_cannot_hold_where_it_is_offered() -> None:
-    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    setup = " ".join(README.split("## Set up", 1)[1].split("\n## ", 1)[0].split())  # lines joined
     assert "pip install -e '.[all]'" in setup
     assert "CrewAI pins `openai<3`" in setup and "pip install -e '.[crewai]'" in setup
-    assert "'.[langgraph,semantic-kernel,openai-agents,pydantic-ai,mcp,postgres,otlp]'" in setup
+    assert "'.[langgraph,semantic-kernel,openai-agents,pydantic-ai,llama-index,google-adk,postgres,otlp]'" in setup
 
 
 def test_the_pydantic_ai_page_says_where_a_new_conversation_is_recorded() -> None:
