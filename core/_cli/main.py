@@ -14,7 +14,7 @@ from .._recording import load_spill
 from .._runtime import InvalidSessionId, validate_session_id
 from .._viewer import SessionTree
 from ..stores import NoSuchStore, Store, StoredRow, StoreError, describe_store, open_store, safe_url
-from .demo import run_demo
+from .demo import add_demo_arguments, run_demo
 from .json_output import json_text
 from .printable import printable
 from .session_ids import SessionNotFound, find_session
@@ -93,7 +93,7 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_demo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.session is not None:
         validate_session_id(args.session)
-    return run_demo(store, args.session, out)
+    return run_demo(store, args.session, out, args.frameworks)
 
 
 def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
@@ -227,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser("demo", parents=[common], help="run the offline demo agents and record them")
     p.add_argument("--session", metavar="SESSION_ID", help="continue this session (append a turn)")
+    add_demo_arguments(p)
     p = sub.add_parser(
         "import",
         parents=[common],

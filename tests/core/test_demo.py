@@ -26,6 +26,7 @@ OWN_PREFIXES = (
     "continue it: ",
     "note: ",
     "openai_agents ",
+    "openai_agents: ",
     *(f"{name}" for name in DEMOS),
 )
 
@@ -110,3 +111,33 @@ def test_a_store_set_by_openprogram_store_is_the_default(tmp_path: Path, monkeyp
 def test_a_memory_store_promises_no_later_command() -> None:
     lines = follow_up_lines(openprogram.open_store("memory://demo"), "s1")
     assert lines == ["see it:      not after this process: a memory:// store is gone when it exits"]
+
+
+def _demo(store: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    env = python_env(OPENPROGRAM_HOME=str(store.parent / "home"))
+    command = [*openprogram_command(), "--store", str(store), "demo", *words]
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_a_demo_of_the_plain_agent_alone_runs_nothing_else(tmp_path: Path) -> None:
+    store_path = tmp_path / "plain.db"
+    first = _demo(store_path, "plain")
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert [line.split(" ")[0] for line in lines] == ["new", "plain", "recorded", "see", "continue"], lines
+    store = openprogram.open_store(store_path)
+    (session,) = store.list_sessions()
+    assert {c.framework for c in store.list_calls(session.session_id)} == {None}
+    # a named demo continues a session as the whole demo does
+    again = _demo(store_path, "--session", session.session_id, "plain")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"continuing session {session.session_id}")
+    assert len([c for c in store.list_calls(session.session_id) if c.kind == "turn"]) == 2
+
+
+def test_an_unknown_framework_name_is_a_usage_error(tmp_path: Path) -> None:
+    store_path = tmp_path / "none.db"
+    result = _demo(store_path, "langgraph", "langgrpah")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "unknown framework 'langgrpah' (choose from: plain, langgraph, crewai," in result.stderr
+    assert not store_path.exists()  # nothing ran

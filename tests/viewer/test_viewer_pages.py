@@ -189,7 +189,10 @@ def test_error_calls_are_marked_and_next_error_opens_each(browser: Any, demo_vie
     for call in failed:
         assert "error" in (_row(browser, call.call_id).get_attribute("class") or "").split()
     checker = next(c for c in records if c.name == "check_invoices")
-    assert _row(browser, checker.call_id).find_element(By.CLASS_NAME, "pill").text == "✕ 2"
+    pill = _row(browser, checker.call_id).find_element(By.CLASS_NAME, "pill")
+    assert (
+        pill.text == "2" and pill.get_attribute("title") == "2 errors below" and pill.find_elements(By.TAG_NAME, "svg")
+    )
     assert browser.find_element(By.ID, "error-note").text == "2 errors"
     browser.find_element(By.ID, "next-error").click()
     text = _details(browser, "parse_invoice")

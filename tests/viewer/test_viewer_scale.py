@@ -75,7 +75,7 @@ def test_a_100k_call_session_opens_in_under_two_seconds_and_stays_responsive(
         browser, lambda: None, f"document.getElementById('details-name')?.textContent === {NEEDLE!r}", "the needle"
     )
     assert "selected" in (_row(browser, needle).get_attribute("class") or "")
-    assert browser.find_element(By.ID, "match-note").text == "1 of 1 matches"
+    assert browser.find_element(By.ID, "match-note").text == "1 of 1 match"
 
     next_error = browser.find_element(By.ID, "next-error")
     error = timed(browser, next_error.click, _details_have("TimeoutError"), "the first error")

@@ -11,7 +11,15 @@
   const KINDS = new Set(["turn", "graph", "node", "llm", "tool", "function", "agent", "task", "crew", "flow",
     "interrupt", "call"]);
   const STATUSES = new Set(["ok", "error", "running", "interrupted"]);
-  const STATUS_ICON = { error: "✕", running: "●", interrupted: "⏸" };
+  // Status icons are drawn, not typed: a symbol such as U+23F8 (pause) shows only where an emoji font is installed.
+  const SVG = "http://www.w3.org/2000/svg";
+  const ICON_SHAPES = {
+    error: [["path", { d: "M3 3 9 9M9 3 3 9", fill: "none", stroke: "currentColor", "stroke-width": "2",
+      "stroke-linecap": "round" }]],
+    running: [["circle", { cx: "6", cy: "6", r: "3.5", fill: "currentColor" }]],
+    interrupted: [["rect", { x: "2.5", y: "2", width: "2.5", height: "8", rx: "0.5", fill: "currentColor" }],
+      ["rect", { x: "7", y: "2", width: "2.5", height: "8", rx: "0.5", fill: "currentColor" }]],
+  };
 
   // --- the page, built from text only ------------------------------------------------------------
   function el(tag, props, ...children) {
@@ -34,6 +42,17 @@
   const statusClass = (status) => (STATUSES.has(status) ? status : "interrupted");
   const kindTag = (kind) => el("span", { class: "kind " + kindClass(kind), text: kind });
   const statusBadge = (status) => el("span", { class: "badge " + statusClass(status), text: status });
+  function statusIcon(status) {
+    const icon = document.createElementNS(SVG, "svg");
+    for (const [key, value] of Object.entries({ viewBox: "0 0 12 12", width: "12", height: "12", "aria-hidden": "true",
+      class: "icon icon-" + status })) icon.setAttribute(key, value);
+    for (const [tag, attributes] of ICON_SHAPES[status] || []) {
+      const shape = document.createElementNS(SVG, tag);
+      for (const [key, value] of Object.entries(attributes)) shape.setAttribute(key, value);
+      icon.append(shape);
+    }
+    return icon;
+  }
 
   // --- numbers and times ---------------------------------------------------------------------------
   function fmtDuration(seconds) {
@@ -164,6 +183,34 @@
         isObject(call) && call.id ? el("span", { class: "muted", text: "  " + call.id }) : null));
     }
     return el("div", { class: "msg role-" + known }, parts);
+  }
+  // LangChain's serialized messages (a LangGraph state's "messages") are drawn as the chat an llm call shows.
+  const LANGCHAIN_ROLES = { human: "user", ai: "assistant", system: "system", tool: "tool", function: "tool" };
+  const isLangChainMessage = (value) => isObject(value) && typeof value.type === "string" && "content" in value &&
+    ("additional_kwargs" in value || "response_metadata" in value);
+  const isLangChainList = (value) => Array.isArray(value) && value.length > 0 && value.every(isLangChainMessage);
+  function langChainMessageView(message) {
+    const type = message.type.replace(/MessageChunk$/, "").toLowerCase();
+    const role = LANGCHAIN_ROLES[type] || (typeof message.role === "string" ? message.role : type);
+    const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+    const said = { role, content: message.content, tool_call_id: message.tool_call_id,
+      tool_calls: calls.map((call) => isObject(call) ? { name: call.name, arguments: call.args, id: call.id } : call) };
+    return messageView(said, typeof message.name === "string" && message.name ? message.name : null);
+  }
+  // A captured value; where it holds LangChain messages, those are drawn as a chat and the rest as JSON.
+  function capturedView(value) {
+    if (isLangChainList(value)) return el("div", { class: "messages" }, value.map(langChainMessageView));
+    if (!isObject(value) || !Object.values(value).some(isLangChainList)) return jsonView(value);
+    const parts = [];
+    const rest = {};
+    const keys = Object.keys(value);
+    for (const key of keys) {
+      if (!isLangChainList(value[key])) { rest[key] = value[key]; continue; }
+      if (keys.length > 1) parts.push(el("div", { class: "field-name", text: key }));
+      parts.push(el("div", { class: "messages" }, value[key].map(langChainMessageView)));
+    }
+    if (Object.keys(rest).length) parts.push(jsonView(rest));
+    return el("div", { class: "captured" }, parts);
   }
   // A model call opens on what was new since the previous request of its conversation: the messages
   // it repeats are folded into one row, drawn only when opened (a long agent's prompt holds thousands).
@@ -303,7 +350,7 @@
       el("td", { class: "sid" }, el("a", { href, text: s.session_id })),
       el("td", {}, root ? el("div", { class: "root" }, kindTag(root.kind),
         el("span", { class: "name", title: root.name, text: root.name }),
-        summary.turns > 1 ? el("span", { class: "muted", text: `+${summary.turns - 1} turns` }) : null)
+        summary.turns > 1 ? el("span", { class: "muted", text: "+" + plural(summary.turns - 1, "turn") }) : null)
         : el("span", { class: "muted", text: summary ? "—" : "…" })),
       el("td", { class: "muted", text: s.agent_id }),
       el("td", {}, el("div", { class: "status" }, status ? statusBadge(status) : el("span", { class: "muted", text: "…" }),
@@ -412,8 +459,8 @@
       this.nextError = el("button", { class: "btn danger", type: "button", id: "next-error", title: "Next error (E)",
         disabled: true, text: "Next error ›", onclick: () => this.gotoError(1) });
       this.errorNote = el("span", { class: "count-note", id: "error-note" });
-      this.scaleNote = el("span", { class: "scale", text: "Timeline · whole turn" });
-      this.zoomButton = el("button", { class: "zoom", type: "button", id: "zoom", text: "Zoom to selected",
+      this.scaleNote = el("span", { class: "scale", text: "whole turn" });
+      this.zoomButton = el("button", { class: "zoom", type: "button", id: "zoom", text: "Zoom",
         title: "Scale the timeline to the selected call (Z)", onclick: () => this.toggleZoom() });
       this.tree = el("div", { class: "tree", id: "tree", role: "tree", tabindex: "0", "aria-label": "Call tree" });
       this.viewTree = el("button", { class: "btn", type: "button", id: "view-tree", "aria-pressed": "true", text: "Tree",
@@ -422,7 +469,8 @@
         text: "Conversation", title: "Each turn's input and answer", onclick: () => this.showView("conversation") });
       this.treePane = el("div", { class: "tree-pane" },
         el("div", { class: "tree-head" }, el("div", { text: "Call" }), el("div", { class: "r", text: "Start" }),
-          el("div", { class: "r", text: "Duration" }), el("div", { class: "timeline-head" }, this.scaleNote, this.zoomButton)),
+          el("div", { class: "r", text: "Duration" }), el("div", { class: "timeline-head" },
+            el("span", { class: "head-label", text: "Timeline" }), this.scaleNote, this.zoomButton)),
         this.tree);
       this.talk = new ConversationPane(this);
       this.details = el("aside", { class: "details", id: "details", "aria-live": "polite" },
@@ -501,7 +549,7 @@
         },
       }, el("span", { class: "dot" }), "Turn " + n.turn_number, el("span", { class: "muted", text: fmtClock(n.started_at) }),
       el("span", { class: "muted", text: fmtDuration(n.duration !== null ? n.duration : n.elapsed) })));
-      if (roots.offset > 0) chips.unshift(el("span", { class: "muted", text: `${fmtInt(roots.offset)} earlier turns…` }));
+      if (roots.offset > 0) chips.unshift(el("span", { class: "muted", text: plural(roots.offset, "earlier turn") + "…" }));
       this.turns.replaceChildren(...chips);
       this.turns.hidden = chips.length === 0;
       this.errorNote.textContent = overview.error_count ? plural(overview.error_count, "error") : "no errors";
@@ -528,7 +576,7 @@
     makeGap(owner, from, to) {
       const count = to - from;
       const text = from === 0 && owner === this.root ? `Show ${fmtInt(Math.min(count, PAGE))} of ${plural(count, "earlier turn")}`
-        : `Show ${fmtInt(Math.min(count, PAGE))} more of ${fmtInt(count)} calls`;
+        : `Show ${fmtInt(Math.min(count, PAGE))} more of ${plural(count, "call")}`;
       const gap = el("div", { class: "gap", role: "button", tabindex: "-1", text });
       gap.style.setProperty("--depth", String(owner.depth + 1));
       this.gaps.set(gap, { owner, from, to });
@@ -555,12 +603,12 @@
         title: `${data.kind} ${data.name} · ${data.status} · starts ${fmtOffset(data.offset)} in its turn · ${fmtDuration(shown)}` +
           (data.error ? "\n" + data.error : ""),
       },
-      el("div", { class: "name" }, toggle, el("span", { class: "status-icon", text: STATUS_ICON[status] || "" }),
+      el("div", { class: "name" }, toggle, el("span", { class: "status-icon" }, status === "ok" ? null : statusIcon(status)),
         kindTag(data.kind), el("span", { class: "label", text: label }),
         sub ? el("span", { class: "sub", text: sub }) : null,
         tokens ? el("span", { class: "tok", text: tokens }) : null,
         data.errors_below ? el("span", { class: "pill", title: plural(data.errors_below, "error") + " below",
-          text: "✕ " + fmtInt(data.errors_below) }) : null),
+        }, statusIcon("error"), fmtInt(data.errors_below)) : null),
       el("div", { class: "r", text: fmtOffset(data.offset) }),
       el("div", { class: "r", text: fmtDuration(shown) + (data.status === "running" ? "…" : "") }),
       el("div", { class: "timeline" }, bar));
@@ -601,13 +649,15 @@
       const chosen = this.selected && this.nodes.get(this.selected);
       if (this.zoom || !chosen) {
         this.zoom = null;
-        this.scaleNote.textContent = "Timeline · whole turn";
-        this.zoomButton.textContent = "Zoom to selected";
+        this.scaleNote.textContent = "whole turn";
+        this.scaleNote.title = "";
+        this.zoomButton.textContent = "Zoom";
       } else {
         const data = chosen.data;
         const span = data.duration !== null ? data.duration : data.elapsed || data.span;
         this.zoom = { rootId: chosen.rootId, offset: data.offset, span: Math.max(span, 1e-9) };
         this.scaleNote.textContent = `${data.name} · ${fmtDuration(span)}`;
+        this.scaleNote.title = this.scaleNote.textContent;
         this.zoomButton.textContent = "Whole turn";
       }
       for (const state of this.nodes.values()) this.layoutBar(state);
@@ -852,7 +902,8 @@
       this.showView("tree");
       this.matchIndex = (this.matchIndex + step + this.matches.length) % this.matches.length;
       const more = this.matchCount > this.matches.length ? "+" : "";
-      this.matchNote.textContent = `${fmtInt(this.matchIndex + 1)} of ${fmtInt(this.matches.length)}${more} matches`;
+      const word = this.matches.length === 1 && !more ? "match" : "matches";
+      this.matchNote.textContent = `${fmtInt(this.matchIndex + 1)} of ${fmtInt(this.matches.length)}${more} ${word}`;
       const match = this.matches[this.matchIndex];
       await this.reveal(match.id, { path: match.path });
     }
@@ -916,16 +967,20 @@
       const section = (title, cls, ...content) => el("section", { class: "section " + (cls || "") }, el("h3", { text: title }), content);
       if (call.error) sections.push(section("Error", "error-section", el("pre", { class: "error-text", text: call.error })));
       const none = (what) => el("p", { class: "not-captured", text: `No ${what} recorded (content capture may be off).` });
+      const noOutput = { error: "No output: the call raised an error instead of returning.",
+        running: "No output yet: the call is still running.", interrupted: "No output: the call was interrupted." };
       const inputs = call.inputs === null || call.inputs === undefined ? none("inputs")
-        : node.kind === "llm" && isObject(call.inputs) ? modelInputsView(call.inputs, call.prompt) : jsonView(call.inputs);
+        : node.kind === "llm" && isObject(call.inputs) ? modelInputsView(call.inputs, call.prompt) : capturedView(call.inputs);
       const shared = call.prompt ? call.prompt.shared : 0;
       const inputsTitle = shared ? `Inputs · ${fmtInt(call.prompt.messages - shared)} new of ${plural(call.prompt.messages, "message")}` : "Inputs";
       sections.push(section(inputsTitle, "inputs", inputs));
       let output;
-      if (call.output === null || call.output === undefined) output = none("output");
+      if (call.output === null || call.output === undefined) {
+        output = noOutput[node.status] ? el("p", { class: "not-captured", text: noOutput[node.status] }) : none("output");
+      }
       else if (node.kind === "llm" && isObject(call.output)) {
         output = messageView(call.output, call.output.finish_reason ? "finish: " + call.output.finish_reason : null);
-      } else output = jsonView(call.output);
+      } else output = capturedView(call.output);
       sections.push(section("Output", "output", output));
       if (call.attributes !== null && call.attributes !== undefined) sections.push(section("Attributes", "attributes", jsonView(call.attributes)));
       return sections;
