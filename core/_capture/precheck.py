@@ -23,6 +23,8 @@ def needs_care(text: str) -> bool:
         return False
     if not text.isascii():  # not the encoder's output (that is ASCII): positions in lower() might shift
         return True
+    if "\\u" in text:  # an escaped character ("\u00e9api_key") would read as a letter of the word beside it
+        return True
     # Only strings holding a key word are judged, each found from the word's position: a text that
     # merely reports "input_tokens" must not pay for taking every key apart (see bench/README.md).
     for word in KEY_WORDS:
