@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
             print(f"== {name}: not written yet ({script})")
             continue
         if needs and importlib.util.find_spec(needs) is None:
-            hint = f"pip install 'openprogram[{extra}]'" if extra else f"pip install {needs.split('.')[0]}"
+            hint = f"pip install -e '.[{extra}]'" if extra else f"pip install {needs.split('.')[0]}"
             print(f"== {name}: skipped, {needs} is not installed ({hint})")
             continue
         print(f"== {name} ({script})", flush=True)

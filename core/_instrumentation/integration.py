@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
 
-from .._runtime import DidNotEnable, log_once
+from .._runtime import DidNotEnable, install_hint, log_once
 from .import_hooks import when_imported
 from .overrides import MISSING as _MISSING
 from .overrides import ORIGINAL, Overrides, hook_new_subclasses
@@ -116,7 +116,7 @@ class Integration:
     distribution: ClassVar[str] = ""
     """The PyPI distribution whose installed version is checked."""
     extra: ClassVar[str] = ""
-    """openprogram's extra that installs the framework (``pip install 'openprogram[<extra>]'``)."""
+    """openprogram's extra that installs the framework (``pip install -e '.[<extra>]'``)."""
     trigger: ClassVar[str] = ""
     """The module whose import enables the adapter (a real module: not a namespace package)."""
     needs: ClassVar[tuple[str, ...]] = ()
@@ -147,7 +147,7 @@ class Integration:
     @classmethod
     def missing(cls, detail: str) -> DidNotEnable:
         """The DidNotEnable to raise, naming the install command."""
-        return DidNotEnable(f"{cls.identifier}: {detail}; pip install 'openprogram[{cls.extra}]'")
+        return DidNotEnable(f"{cls.identifier}: {detail}; {install_hint(cls.extra)}")
 
     def check_version(self) -> None:
         """Raise :class:`DidNotEnable` unless a supported version of the framework is installed (imports nothing)."""

@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._runtime import DidNotEnable
+from .._runtime import DidNotEnable, install_hint
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -36,7 +36,7 @@ __all__ = [
     "unreachable",
 ]
 
-INSTALL_HINT = "pip install 'openprogram[otlp]'"
+INSTALL_HINT = install_hint("otlp")
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 MAX_BATCH = 512
 """Spans per request (the SDK's batch processor sends as many)."""

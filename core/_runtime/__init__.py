@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import ids  # the module itself: the hot path reads its counter and prefix, which a fork rebinds
 from .attributes import attribute
-from .errors import DidNotEnable, InvalidSessionId, NoSessionError, StoreError, UndoError
+from .errors import DidNotEnable, InvalidSessionId, NoSessionError, StoreError, UndoError, install_hint
 from .guard import forget_logged, guarded, log_once
 from .ids import (
     MAX_ID_LENGTH,
@@ -60,6 +60,7 @@ __all__ = [
     "derive_session_id",
     "forget_logged",
     "frameless_steps_in_current_context",
+    "install_hint",
     "guarded",
     "ids",
     "log_once",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DidNotEnable", "InvalidSessionId", "NoSessionError", "StoreError", "UndoError"]
+__all__ = ["DidNotEnable", "InvalidSessionId", "NoSessionError", "StoreError", "UndoError", "install_hint"]
 
 
 class NoSessionError(RuntimeError):
@@ -35,3 +35,9 @@ class UndoError(RuntimeError):
         super().__init__(message)
         self.effect = effect
         self.done = done
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of openprogram's extras: from its checkout, as the name on the package index is
+    another project's."""
+    return f"pip install -e '.[{extra}]' in openprogram's checkout"

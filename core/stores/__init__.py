@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._runtime import StoreError
+from .._runtime import StoreError, install_hint
 from ._base import (
     HEARTBEAT_STALE_SECONDS,
     CallRecord,
@@ -265,7 +265,7 @@ def _backend(scheme: str, url: str) -> Callable[[str], Store]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise StoreError(f"the {scheme} store needs an extra: pip install 'openprogram[postgres]' ({exc})") from exc
+        raise StoreError(f"the {scheme} store needs an extra: {install_hint('postgres')} ({exc})") from exc
     cls: Callable[[str], Store] = getattr(module, attr)
     return cls  # every backend's constructor takes its URL (or, for SQLite, its path)
 

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from .._runtime import StoreError
+from .._runtime import StoreError, install_hint
 from ._base import SessionInfo, Store, session_info
 from ._rows import (
     Aliases,
@@ -63,7 +63,7 @@ logger = logging.getLogger("openprogram")
 DEFAULT_SCHEMA = "openprogram"
 
 #: The one sentence a missing driver gets, from ``open_store`` and so from the command line.
-MISSING_DRIVER = "the PostgreSQL store needs psycopg: pip install 'openprogram[postgres]'"
+MISSING_DRIVER = f"the PostgreSQL store needs psycopg: {install_hint('postgres')}"
 
 #: Seconds to wait for a connection unless the URL says otherwise.
 CONNECT_TIMEOUT = 5

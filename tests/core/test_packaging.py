@@ -76,7 +76,7 @@ def test_instrument_with_no_framework_enables_nothing_and_says_so(caplog: pytest
 def test_instrument_named_missing_framework_raises_with_the_install_hint() -> None:
     with pytest.raises(openprogram.DidNotEnable) as info:
         openprogram.instrument("langgraph")
-    assert "pip install 'openprogram[langgraph]'" in str(info.value)
+    assert "pip install -e '.[langgraph]'" in str(info.value)
     assert openprogram.instrumented() == set()
 
 

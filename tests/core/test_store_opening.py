@@ -51,7 +51,7 @@ def test_cli_without_psycopg_says_one_sentence() -> None:
     )
     assert code == 1
     assert err.strip() == f"openprogram: {MISSING_DRIVER}", err
-    assert "pip install 'openprogram[postgres]'" in err
+    assert "pip install -e '.[postgres]'" in err
     assert "Traceback" not in err and "s3cret-pw" not in err + out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -10,6 +12,7 @@ from pathlib import Path
 import openprogram
 
 CORE = Path(openprogram.__file__).resolve().parent
+INTEGRATIONS = Path(importlib.import_module("openprogram.integrations").__file__ or "").resolve().parent
 
 PROGRAM = """
     import importlib.util, sys
@@ -36,7 +39,9 @@ PROGRAM = """
 def test_without_opentelemetry_openprogram_records_and_export_names_the_extra(tmp_path: Path) -> None:
     packages = tmp_path / "site"
     packages.mkdir()
-    (packages / "openprogram").symlink_to(CORE)  # the package alone, without the venv's site-packages (-S)
+    # The package as installed (the adapters' package inside it), without the venv's site-packages (-S).
+    shutil.copytree(CORE, packages / "openprogram", ignore=shutil.ignore_patterns("__pycache__"))
+    (packages / "openprogram" / "integrations").symlink_to(INTEGRATIONS)
 
     child = subprocess.run(
         [sys.executable, "-I", "-S", "-c", textwrap.dedent(PROGRAM.format(packages=str(packages)))],
@@ -48,7 +53,7 @@ def test_without_opentelemetry_openprogram_records_and_export_names_the_extra(tm
     )
 
     assert child.returncode == 0, child.stderr
-    hint = "pip install 'openprogram[otlp]'"
+    hint = "pip install -e '.[otlp]'"
     assert child.stdout.splitlines() == [
         f"configure raised: configure(export='otlp') needs the OpenTelemetry OTLP/HTTP exporter: {hint}",
         "export exit status: 1",
