@@ -53,7 +53,7 @@ def test_without_opentelemetry_openprogram_records_and_export_names_the_extra(tm
     )
 
     assert child.returncode == 0, child.stderr
-    hint = "pip install -e '.[otlp]'"
+    hint = "pip install -e '.[otlp]' in openprogram's checkout"
     assert child.stdout.splitlines() == [
         f"configure raised: configure(export='otlp') needs the OpenTelemetry OTLP/HTTP exporter: {hint}",
         "export exit status: 1",
