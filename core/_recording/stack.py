@@ -114,7 +114,8 @@ def _frames(tb: TracebackType | None, parts: list[str]) -> None:
     frames: list[tuple[str, int, str]] = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+        if not code.co_filename.startswith(_OWN_CODE):  # a compiled @openprogram.tool wrapper: no source, no news
+            frames.append((code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
     if len(frames) > MAX_FRAMES:
         parts.append(f"  ...[{len(frames) - MAX_FRAMES} earlier frames]\n")

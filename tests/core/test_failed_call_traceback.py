@@ -237,3 +237,47 @@ def test_a_traceback_survives_sqlite_and_a_spill_file_imported_later(tmp_path: P
     text = _traceback(one(imported.list_calls("spilled"), "compiled"))
     assert text == _traceback(failed)
     _is_this_failure(text)
+
+
+def _show(url: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "openprogram", "--store", url, "show", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_show_all_prints_the_traceback_under_the_failed_call(sqlite_url: str) -> None:
+    @openprogram.tool
+    def fine(x: int) -> int:
+        return x
+
+    with openprogram.session_context("failing", store=sqlite_url):
+        with pytest.raises(OrderMissing), openprogram.call_scope("node", "shipping"):
+            fine(1)
+            _look_up(7)
+        with pytest.raises(OrderMissing):
+            compiled(7)
+        fine(2)
+    openprogram.flush()
+    lines = _show(sqlite_url, "failing", "--all").splitlines()
+    for name in ("node shipping", "tool compiled"):
+        at = next(n for n, line in enumerate(lines) if f"-- {name} [error]" in line)
+        call, below = lines[at], lines[at + 1 : at + 6]
+        assert call.endswith("!! OrderMissing: no such order: 7")
+        column = call.index(name) + 4  # drawn under the call, inside its branch
+        assert below[0][column:] == "Traceback (most recent call last):", lines
+        assert below[1][column:].startswith(f'  File "{__file__}", line ')
+        stack = "\n".join(line[column:] for line in lines[at + 1 :])
+        assert '    raise OrderMissing(f"no such order: {order}")  # the raising line\n' in stack
+        assert f"\n{__name__}.OrderMissing: no such order: 7\n" in stack
+    # the node's children are drawn after its stack, still inside its branch
+    node = next(n for n, line in enumerate(lines) if "-- node shipping [error]" in line)
+    child = next(n for n, line in enumerate(lines) if "-- tool fine [ok]" in line)
+    assert child > node + 4 and all(line[lines[node].index("node")] in "|│" for line in lines[node + 1 : child])
+    # folded, the tree stays one line a call
+    assert "Traceback" not in _show(sqlite_url, "failing")
