@@ -39,7 +39,7 @@ from .record import (
     status_of,
 )
 from .spill import SpillImport, append_spill, load_spill
-from .stack import MAX_FRAMES, MAX_TRACEBACK, describe_traceback
+from .stack import MAX_FRAMES, MAX_TRACEBACK, PendingTraceback, describe_traceback
 from .writer import (
     discard_store,
     enqueue,
@@ -58,6 +58,7 @@ from .writer import (
 __all__ = [
     "MAX_FRAMES",
     "MAX_TRACEBACK",
+    "PendingTraceback",
     "describe_traceback",
     "ATTRIBUTES",
     "CALLER_WAIT",

@@ -60,7 +60,7 @@ FIELDS: Final = (
     "names",  # what the next two slots hold; see below
     "args",
     "kwargs",
-    "attributes",  # None, a dict, or its JSON text
+    "attributes",  # None, a dict, or its JSON text (a failed call's: a stack.PendingTraceback the writer lays out)
     "started_at",  # time.time()
     # --- the end
     "status",  # "ok", "error", "interrupted" (the writer writes "running" for a start alone)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import linecache
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Any
 import openprogram
 import pytest
 from openprogram._kit import LaterCall, close_call, open_call
-from openprogram._recording import MAX_FRAMES, MAX_TRACEBACK, append_spill
+from openprogram._recording import ATTRIBUTES, MAX_FRAMES, MAX_TRACEBACK, PendingTraceback, append_spill, failed_record
 
 from tests.support import attributes, calls, one
 
@@ -281,3 +282,24 @@ def test_show_all_prints_the_traceback_under_the_failed_call(sqlite_url: str) ->
     assert child > node + 4 and all(line[lines[node].index("node")] in "|│" for line in lines[node + 1 : child])
     # folded, the tree stays one line a call
     assert "Traceback" not in _show(sqlite_url, "failing")
+
+
+def test_the_failing_call_reads_no_source_file_the_writer_lays_the_traceback_out(tmp_path: Path) -> None:
+    # A first read of a source file is blocking I/O (on an event loop, too): never on the caller's thread.
+    source = tmp_path / "agent_code.py"
+    source.write_text("def fail():\n    raise KeyError('gone')  # the line\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    linecache.checkcache(str(source))
+    try:
+        namespace["fail"]()
+    except KeyError as exc:
+        raised = exc
+    start = ("c1", None, None, "tool", "fail", None, None, None, None, {"step": 2}, 0.0)
+    ended = failed_record(start, raised)
+    assert str(source) not in linecache.cache  # only the frames' file, line and name were taken
+    pending = ended[ATTRIBUTES]
+    assert isinstance(pending, PendingTraceback)
+    laid_out = json.loads(pending.json())  # what the writer does
+    assert laid_out["step"] == 2
+    assert laid_out["traceback"].endswith("    raise KeyError('gone')  # the line\nKeyError: 'gone'\n")
