@@ -267,7 +267,7 @@ def test_show_all_prints_the_traceback_under_the_failed_call(sqlite_url: str) ->
     openprogram.flush()
     lines = _show(sqlite_url, "failing", "--all").splitlines()
     for name in ("node shipping", "tool compiled"):
-        at = next(n for n, line in enumerate(lines) if f"-- {name} [error]" in line)
+        at = next(n for n, line in enumerate(lines) if f"{name} [error]" in line)
         call, below = lines[at], lines[at + 1 : at + 6]
         assert call.endswith("!! OrderMissing: no such order: 7")
         column = call.index(name) + 4  # drawn under the call, inside its branch
@@ -277,8 +277,8 @@ def test_show_all_prints_the_traceback_under_the_failed_call(sqlite_url: str) ->
         assert '    raise OrderMissing(f"no such order: {order}")  # the raising line\n' in stack
         assert f"\n{__name__}.OrderMissing: no such order: 7\n" in stack
     # the node's children are drawn after its stack, still inside its branch
-    node = next(n for n, line in enumerate(lines) if "-- node shipping [error]" in line)
-    child = next(n for n, line in enumerate(lines) if "-- tool fine [ok]" in line)
+    node = next(n for n, line in enumerate(lines) if "node shipping [error]" in line)
+    child = next(n for n, line in enumerate(lines) if "tool fine [ok]" in line)
     assert child > node + 4 and all(line[lines[node].index("node")] in "|│" for line in lines[node + 1 : child])
     # folded, the tree stays one line a call
     assert "Traceback" not in _show(sqlite_url, "failing")
