@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[str, str | None, str | None]] = {
     "llm-cost": ("llm_cost.py", None, None),
     "capture-cost": ("capture_cost.py", None, None),
     "undo-cost": ("undo_cost.py", None, None),
+    "error-traceback": ("error_traceback.py", None, None),
     "otlp-live": ("otlp_live.py", "opentelemetry.exporter.otlp.proto.http", "otlp"),
     "p3-pydantic-ai": ("p3_pydantic_ai.py", "pydantic_ai", "pydantic-ai"),
     "p3-openai-agents": ("p3_openai_agents.py", "agents", "openai-agents"),

@@ -22,6 +22,8 @@ Adapters import from here and from the public API only (see CONTRIBUTING.md,
 - :class:`ModelCall` / :class:`ModelStream` with :func:`message`, :func:`tool_call`,
   :func:`reply`, :func:`usage`, :func:`model_inputs`, :func:`messages_of` — a request to a chat model as an
   ``llm`` call, in the one shape for every framework; :func:`content_captured`;
+- :func:`rejected_tool_call` — a model's tool call the framework refused (no such tool, arguments
+  it rejected), as a ``tool`` call ending ``error``;
 - :func:`attribute` — ``getattr(obj, name, None)`` without an exception inside a pydantic model.
 """
 
@@ -34,6 +36,7 @@ from ._calls import (
     ModelStream,
     Opened,
     StreamCall,
+    ToolCallRejected,
     call_scope,
     close_call,
     injected_arguments,
@@ -42,6 +45,7 @@ from ._calls import (
     model_inputs,
     open_call,
     records_itself,
+    rejected_tool_call,
     reply,
     tool_call,
     usage,
@@ -95,6 +99,7 @@ __all__ = [
     "RunEntry",
     "answered",
     "StreamCall",
+    "ToolCallRejected",
     "Target",
     "Wrap",
     "async_frameless_steps_in_current_context",
@@ -122,6 +127,7 @@ __all__ = [
     "recorded",
     "reply",
     "records_itself",
+    "rejected_tool_call",
     "register_control_flow",
     "run_blocking",
     "run_session",

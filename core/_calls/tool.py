@@ -24,13 +24,12 @@ from .._recording import (
     SESSION,
     SessionHandle,
     call_var,
-    describe_error,
     end_call,
+    failed_record,
     inflight,
     queue,
     reset_var,
     session_var,
-    status_of,
 )
 from .._runtime import ids as _ids
 from .._runtime import new_call_id
@@ -278,7 +277,7 @@ def _op_wrapper({parameters}):
         _op_reset_call(_op_token)
         del _op_running[_op_n]
         try:
-            _op_extend(_op_rec + (_op_status_of(_op_exc), None, _op_describe_error(_op_exc), _op_time()))
+            _op_extend(_op_failed(_op_rec, _op_exc))
         except _op_RecursionError:  # no stack left to describe it: its type, and the user's exception goes on
             _op_extend(_op_rec + ("error", None, _op_type(_op_exc).__qualname__, _op_time()))
         raise
@@ -336,8 +335,7 @@ def _fast_sync(
         "_op_running": inflight,
         "_op_shape": parameter_shape(names),  # kept in the record instead of the names: the writer needs no lookup
         "_op_time": time.time,
-        "_op_status_of": status_of,
-        "_op_describe_error": describe_error,
+        "_op_failed": failed_record,
         "_op_capture_json": capture_json,
         "_op_slow": _slow_sync,
         "_op_names": names,

@@ -37,7 +37,15 @@ from .encoder import (
     set_limits,
 )
 from .precheck import needs_care
-from .redaction import REDACTED, SECRET_COMPOUNDS, SECRET_WORDS, is_secret_key, redact_error_text, redact_text
+from .redaction import (
+    REDACTED,
+    SECRET_COMPOUNDS,
+    SECRET_WORDS,
+    is_secret_key,
+    redact_error_text,
+    redact_tail,
+    redact_text,
+)
 from .scalars import ATOMIC_TYPES, json_string, parameter_shape
 from .settings import Limits, content_captured, set_content_capture
 
@@ -59,6 +67,7 @@ __all__ = [
     "mapping_json",
     "parameter_shape",
     "redact_error_text",
+    "redact_tail",
     "redact_text",
     "scalar_json",
     "set_content_capture",

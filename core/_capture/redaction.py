@@ -15,6 +15,7 @@ __all__ = [
     "is_secret_key",
     "redact_bounded",
     "redact_error_text",
+    "redact_tail",
     "redact_repr",
     "redact_text",
 ]
@@ -61,6 +62,19 @@ def redact_bounded(text: str, limit: int) -> str:
         redacted = redact_text(text[: limit + _MARGIN])
         shown = max(0, min(limit, len(redacted) - _MARGIN))
     return f"{redacted[:shown]}...[{len(text) - shown} more chars]" if shown < len(redacted) else redacted
+
+
+def redact_tail(text: str, limit: int) -> str:
+    """``text`` redacted and cut to about its last ``limit`` characters, from a line's start (a traceback's
+    most recent frames are at its end); only a bounded tail is scanned."""
+    if len(text) <= limit:
+        return redact_text(text)
+    redacted = redact_text(text[-(limit + _MARGIN) :])
+    cut = max(_MARGIN, len(redacted) - limit)  # the margin, where a secret cut in two may be missed, is never shown
+    line = redacted.find("\n", cut)
+    if line != -1:
+        cut = line + 1
+    return f"...[{len(text) - (len(redacted) - cut)} earlier chars]\n{redacted[cut:]}"
 
 
 # A field name in a repr: ``name=`` (dataclasses, pydantic models, namedtuples), ``name:``

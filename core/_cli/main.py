@@ -19,7 +19,7 @@ from .json_output import json_text
 from .printable import printable
 from .session_ids import SessionNotFound, find_session
 from .sessions import listed_sessions, session_entry, write_json, write_jsonl, write_table
-from .tree import MAX_LINES, Tokens, colour_wanted, red, render_tree, seconds, usage_of, when
+from .tree import MAX_LINES, Tokens, colour_wanted, red, render_tree, seconds, usage_of, when, with_tracebacks
 
 __all__ = ["build_parser", "main", "render_tree"]
 
@@ -84,6 +84,8 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
             out.write(json_text(call.to_dict()) + "\n")
         return 0
     rows = [StoredRow._make(row) for row in tree_rows]
+    if args.all:  # each failed call's traceback, drawn under it
+        rows = with_tracebacks(store, rows)
     colour = colour_wanted(out)
     out.write(_show_head(entry, sum(filter(None, map(usage_of, rows)), Tokens()), colour) + "\n")
     render_tree(rows, out, max_lines=args.max_lines, unfold=args.all, colour=colour)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, Protocol, TextIO
 
-from ..stores import tokens_of
+from ..stores import Store, StoredRow, tokens_of
 from .printable import printable
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "render_tree",
     "usage_of",
     "when",
+    "with_tracebacks",
 ]
 
 #: Runs of more than this many alike siblings (same kind, name and status) are folded.
@@ -437,6 +438,8 @@ def render_tree(
             if colour and item.status == "error":
                 text = red(text)
             out.write(f"{line.prefix}{branch}{text}\n")
+            if unfold and not isinstance(item, _Fold):
+                written += _write_traceback(tree, item, line, out)
         written += len(lines)
     if cut is not None:
         more_lines = more_calls = 0
@@ -458,3 +461,30 @@ def _left_out_note(tree: _Tree, left_out: list[Drawable]) -> str:
     parts += [f"{others} earlier top-level call{'s' * (others != 1)}"] if others else []
     calls = sum(map(tree.size, left_out))
     return f"... {' and '.join(parts)} ({calls} calls) left out; see them with --all (or a larger --max-lines)\n"
+
+
+def with_tracebacks(store: Store, rows: list[StoredRow]) -> list[StoredRow]:
+    """The rows with the traceback each failed call kept (tree rows leave attributes out), for ``show --all``."""
+    found = []
+    for row in rows:
+        record = store.get_call(row.session_id, row.call_id, row.started_at) if row.status == "error" else None
+        stack = record.attributes.get("traceback") if record is not None and record.attributes else None
+        if isinstance(stack, str):
+            found.append(row._replace(attributes={**(_attributes(row) or {}), "traceback": stack}))
+        else:
+            found.append(row)
+    return found
+
+
+def _write_traceback(tree: _Tree, call: Drawable, line: _Line, out: TextIO) -> int:
+    """Under a failed call's line (``show --all``): the traceback it kept, escaped; returns the lines written."""
+    attributes = _attributes(call) if call.status == "error" else None
+    stack = attributes.get("traceback") if attributes else None
+    if not isinstance(stack, str):
+        return 0
+    through = tree.style.through
+    indent = line.prefix + ("    " if line.last else through) + (through if tree.children.get(id(call)) else "    ")
+    lines = stack.rstrip("\n").split("\n")
+    for text in lines:
+        out.write(f"{indent}{printable(text)}\n")
+    return len(lines)

@@ -54,6 +54,7 @@ _OPERATIONS = {
 }
 # Attributes of an llm call that have their own span attributes.
 _MODEL_KEYS = frozenset({"model", "provider", "usage"})
+_TRACEBACK = "traceback"  # a failed call's stack: sent as its exception event's exception.stacktrace
 
 
 def default_resource() -> Resource:
@@ -209,7 +210,7 @@ def _span(
     elif kind == "llm":
         _model_attributes(attrs, target, recorded)
     for key, value in recorded.items():
-        if kind != "llm" or key not in _MODEL_KEYS:
+        if (kind != "llm" or key not in _MODEL_KEYS) and key != _TRACEBACK:
             attrs[f"openprogram.attributes.{key}"] = scalar(value)
     if content:
         if kind == "llm":
@@ -222,7 +223,7 @@ def _span(
     events: list[Event] = []
     if status == "error":
         state = Status(StatusCode.ERROR, _sendable(error or "error"))
-        failure = {key: _sendable(value) for key, value in _exception(error).items()}
+        failure = {key: _sendable(value) for key, value in _exception(error, recorded.get(_TRACEBACK)).items()}
         attrs["error.type"] = failure["exception.type"]
         events.append(Event("exception", failure, timestamp=_nanos(end)))
     elif status == "ok":
@@ -264,13 +265,18 @@ def _model_attributes(attrs: dict[str, Any], model: str, recorded: Mapping[str, 
                 attrs[openinference] = count
 
 
-def _exception(error: str | None) -> dict[str, Any]:
-    """``exception.type`` and ``exception.message`` from an error recorded as ``Type: message``."""
+def _exception(error: str | None, traceback: Any = None) -> dict[str, Any]:
+    """``exception.type`` and ``exception.message`` from an error recorded as ``Type: message``, and
+    ``exception.stacktrace`` from the traceback the call kept (in its attributes)."""
     text = error or "error"
     kind, sep, message = text.partition(": ")
     if sep and kind.replace(".", "").replace("_", "").isalnum():
-        return {"exception.type": kind, "exception.message": message}
-    return {"exception.type": "Error", "exception.message": text}
+        failure = {"exception.type": kind, "exception.message": message}
+    else:
+        failure = {"exception.type": "Error", "exception.message": text}
+    if isinstance(traceback, str):
+        failure["exception.stacktrace"] = traceback
+    return failure
 
 
 def _decoded(text: str | None) -> Any:

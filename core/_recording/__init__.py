@@ -2,6 +2,7 @@
 
 - ``context``: the context variables (the current session and call) and the session handle;
 - ``record``: the call record, one tuple per call: its layout, where it waits, how it begins and ends;
+- ``stack``: the traceback a failed call keeps, bounded and redacted;
 - ``writer``: the background writer that encodes records off the hot path and writes them to stores;
 - ``spill``: records written aside while a store is unavailable, and loading them back;
 - ``outage``: the stores this process cannot use now, and store calls made for the agent's thread with a bounded wait.
@@ -31,12 +32,14 @@ from .record import (
     begin_call,
     describe_error,
     end_call,
+    failed_record,
     inflight,
     queue,
     register_control_flow,
     status_of,
 )
 from .spill import SpillImport, append_spill, load_spill
+from .stack import MAX_FRAMES, MAX_TRACEBACK, PendingTraceback, describe_traceback
 from .writer import (
     discard_store,
     enqueue,
@@ -53,6 +56,10 @@ from .writer import (
 )
 
 __all__ = [
+    "MAX_FRAMES",
+    "MAX_TRACEBACK",
+    "PendingTraceback",
+    "describe_traceback",
     "ATTRIBUTES",
     "CALLER_WAIT",
     "CALL_ID",
@@ -73,6 +80,7 @@ __all__ = [
     "describe_error",
     "discard_store",
     "end_call",
+    "failed_record",
     "enqueue",
     "enqueue_messages",
     "ensure_started",

@@ -18,6 +18,7 @@ from typing import Any, Final
 from .._capture import ATOMIC_TYPES, PRECAPTURED, capture_json, redact_error_text
 from .._runtime import new_call_id
 from .context import SessionHandle
+from .stack import with_traceback
 
 __all__ = [
     "ARGS",
@@ -41,6 +42,7 @@ __all__ = [
     "begin_call",
     "describe_error",
     "end_call",
+    "failed_record",
     "inflight",
     "queue",
     "register_control_flow",
@@ -58,12 +60,12 @@ FIELDS: Final = (
     "names",  # what the next two slots hold; see below
     "args",
     "kwargs",
-    "attributes",  # None, a dict, or its JSON text
+    "attributes",  # None, a dict, or its JSON text (a failed call's: a stack.PendingTraceback the writer lays out)
     "started_at",  # time.time()
     # --- the end
     "status",  # "ok", "error", "interrupted" (the writer writes "running" for a start alone)
     "output",  # None, a scalar of ATOMIC_TYPES (the writer encodes it), or a 1-tuple of captured JSON text
-    "error",  # "Type: message" (bounded, redacted), or None
+    "error",  # "Type: message" (bounded, redacted), or None; an "error" call's traceback is in its attributes
     "ended_at",
 )
 # What ``names``, ``args`` and ``kwargs`` hold depends on the builder:
@@ -218,4 +220,16 @@ def end_call(
     if exc is None:
         queue.extend(rec + (status or "ok", output, None, time.time()))
     else:
-        queue.extend(rec + (status or status_of(exc), output, describe_error(exc), time.time()))
+        queue.extend(failed_record(rec, exc, output, status))
+
+
+def failed_record(
+    rec: tuple[Any, ...], exc: BaseException, output: Any = None, status: str | None = None
+) -> tuple[Any, ...]:
+    """The whole record of a call that ``exc`` ended: an ``error`` keeps its traceback in its attributes."""
+    status = status or status_of(exc)
+    if status == "error":
+        attributes = with_traceback(rec[ATTRIBUTES], exc)
+        if attributes is not rec[ATTRIBUTES]:
+            rec = rec[:ATTRIBUTES] + (attributes,) + rec[ATTRIBUTES + 1 :]
+    return rec + (status, output, describe_error(exc), time.time())

@@ -68,6 +68,7 @@ from .record import (
     queue,
 )
 from .spill import append_spill
+from .stack import PendingTraceback
 from .texts import LONG, SessionTexts
 
 __all__ = [
@@ -332,7 +333,8 @@ def _encode(rec: tuple[Any, ...], owner: str) -> CallRow:
     if error is not None:
         error = _text(error, 8192)
     if attributes is not None and type(attributes) is not str:
-        attributes = mapping_json(attributes)
+        # a failed call's: its traceback is laid out here, off the caller's thread (see .stack)
+        attributes = attributes.json() if type(attributes) is PendingTraceback else mapping_json(attributes)
     # the row layout (CALL_COLUMNS), kept as a table
     return (call_id, session.session_id, session.turn_id, parent, kind, name, framework, status, inputs, output,
             error, attributes, started_at, ended_at, owner)  # fmt: skip

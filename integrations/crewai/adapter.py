@@ -40,15 +40,18 @@ from openprogram._kit import (
     LaterCall,
     RunEntry,
     Target,
+    ToolCallRejected,
     Wrap,
     async_steps_in_current_context,
     guarded,
     propagate,
     recorded,
     records_itself,
+    rejected_tool_call,
     run_session,
     shape_of,
     steps_in_current_context,
+    tool_call,
 )
 from openprogram._kit import last_run_session_id as _last_run_session_id
 
@@ -64,6 +67,7 @@ _CREW, _TASK, _AGENT = "crewai.crew:Crew", "crewai.task:Task", "crewai.agent.cor
 _FLOW = "crewai.flow.runtime:Flow"
 _TOOLS = ("crewai.tools.base_tool:BaseTool", "crewai.tools.base_tool:Tool")
 _STRUCTURED = "crewai.tools.structured_tool:CrewStructuredTool"
+_BLOCKED = "Tool execution blocked by hook"  # what CrewAI tells the agent of a call a before-hook blocked
 
 # The functions that execute one tool call between the two hooks, under every name a module
 # imported them by (a `from ... import` binding is patched in the module that holds it).
@@ -478,11 +482,13 @@ class _ToolRun:
     ``with run:`` is the tool's body: the call is current inside, and its error noted.
     """
 
-    __slots__ = ("call", "error", "ran", "running")
+    __slots__ = ("call", "error", "hooked", "missing", "ran", "running")
 
     def __init__(self) -> None:
         self.call: LaterCall | None = None
         self.error: BaseException | None = None
+        self.hooked = False  # CrewAI ran its before-tool hooks: it did not refuse the call outright
+        self.missing = False  # the hooks were given no tool: the model named one the agent does not have
         self.ran = False
         self.running = False
 
@@ -498,8 +504,11 @@ class _ToolRun:
         self.error = exc  # the last attempt's: a retry that succeeded clears it
 
     def end(self, output: Any, exc: BaseException | None = None) -> None:
-        """End the call (once); one CrewAI did not run (cached, blocked, usage limit) is ``executed: false``."""
+        """End the call (once); one CrewAI did not run (cached, blocked, usage limit) is ``executed: false``,
+        and one of a tool the agent does not have ends in error, with what CrewAI told the agent."""
         if self.call is not None:
+            if exc is None and self.missing and not self.ran and not str(output).startswith(_BLOCKED):
+                exc = ToolCallRejected(str(output))
             self.call.end(exc or self.error, output, None if self.ran else {"executed": False})
 
 
@@ -524,6 +533,9 @@ def _withhold_session(context: Any) -> None:
 def _begin_tool(context: Any) -> None:
     """Begin the call of the tool execution running now (not current yet: the tool's own run makes it so)."""
     run = _executing.get()
+    if run is not None:
+        run.hooked = True
+        run.missing = context.tool is None  # the native paths look the tool up by the model's name
     if run is None or run.call is not None or _records_itself(context.tool):
         return  # outside a tool execution we wrap, the tool's run records it
     agent = context.agent
@@ -616,6 +628,8 @@ def _tool_execution(original: Callable[..., Any], integration: Integration) -> C
             with _executing_one() as run:
                 result = await original(*args, **kwargs)
             run.end(_result_of(result))  # if no after-hook ended it (cleared, or none on this path)
+            if not run.hooked:
+                _refused(args, kwargs, result)
             return result
 
     else:
@@ -626,9 +640,25 @@ def _tool_execution(original: Callable[..., Any], integration: Integration) -> C
             with _executing_one() as run:
                 result = original(*args, **kwargs)
             run.end(_result_of(result))
+            if not run.hooked:
+                _refused(args, kwargs, result)
             return result
 
     return functools.update_wrapper(replacement, original)
+
+
+def _refused(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+    """A tool call CrewAI answered without running its hooks: a tool the agent does not have (text
+    actions), arguments it could not parse, an action it could not read. A failed tool call."""
+    with guarded(FRAMEWORK, "recording a tool call it refused"):
+        action = kwargs.get("agent_action") or (args[0] if args else None)
+        name, arguments = getattr(action, "tool", None), getattr(action, "tool_input", None)
+        found = result if isinstance(result, dict) else vars(result) if hasattr(result, "__dict__") else {}
+        name = name or found.get("func_name")
+        arguments = tool_call(None, None, arguments)["arguments"] if arguments else None  # JSON text decoded
+        rejected_tool_call(
+            FRAMEWORK, str(name or "unknown tool"), arguments, str(_result_of(result)), found.get("call_id") or None
+        )
 
 
 def _tool_run(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:

@@ -10,7 +10,9 @@ After ``openprogram.instrument()`` (name ``agents``, also ``openai_agents``), ev
 - one ``llm`` call per request to a ``Model`` (``get_response``, ``stream_response``:
   every subclass's own, including the user's and those defined later), with its usage;
 - one ``tool`` call per function tool invocation (sync, async, MCP, agent-as-tool); a
-  tool error the SDK turns into a message for the model is the call's error;
+  tool error the SDK turns into a message for the model is the call's error; a call of a tool
+  the agent does not have is a ``tool`` call ending ``error`` too, whether the SDK fails the run
+  (its default) or tells the model (``tool_not_found_behavior="return_error_to_model"``);
 - one ``call`` per guardrail (input, output, tool input, tool output), under its agent.
 
 The hooks are the SDK's own seams between run, turn, hand-off and tool (the table in
@@ -51,6 +53,7 @@ from openprogram._kit import (
     model_inputs,
     open_call,
     records_itself,
+    rejected_tool_call,
     reply,
     run_blocking,
     run_session,
@@ -67,6 +70,7 @@ __all__ = ["OpenAIAgentsIntegration", "last_run_session_id"]
 
 FRAMEWORK = "openai_agents"
 _RUN_LOOP = "agents.run_internal.run_loop"
+_TURN_RESOLUTION = "agents.run_internal.turn_resolution"
 _MODEL = "agents.models.interface:Model"
 # The function invoking one function tool, under each name a module imported it by (0.14: the first;
 # later releases route it through the second).
@@ -118,9 +122,11 @@ class OpenAIAgentsIntegration(Integration):
             Target("agents.run", "run_single_turn", _wrap_turn),
             Target(_RUN_LOOP, "run_single_turn", _wrap_turn),
             Target(_RUN_LOOP, "run_single_turn_streamed", _wrap_turn),
-            Target("agents.run_internal.turn_resolution", "execute_handoffs", _wrap_handoff),
+            Target(_TURN_RESOLUTION, "execute_handoffs", _wrap_handoff),
             *tool_invocations,
             Target("agents.tool", "maybe_invoke_function_tool_failure_error_function", _noting_tool_error),
+            Target(_TURN_RESOLUTION, "process_model_response", _noting_unknown_tools),
+            Target(_TURN_RESOLUTION, "_build_tool_not_found_output_items", _noting_tools_not_found),
             *(Target(owner, "run", _guardrail(side)) for owner, side in _GUARDRAILS.items()),
             Target(_MODEL, "__init_subclass__", _patching_new_models),
         ]
@@ -598,6 +604,54 @@ def _noting_tool_error(original: Callable[..., Any], integration: Integration) -
         return await original(*args, **kwargs)
 
     return wraps_like(original)(maybe_invoke_function_tool_failure_error_function)
+
+
+def _noting_unknown_tools(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """Where the SDK fails a run whose model called a tool the agent does not have: a failed tool call first."""
+
+    def process_model_response(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        except Exception as exc:
+            if integration.active and type(exc).__name__ == "ModelBehaviorError" and " not found in agent " in str(exc):
+                with guarded(FRAMEWORK, "recording a call of an unknown tool"):
+                    _record_unknown_tool(kwargs.get("response"), exc)
+            raise
+
+    return wraps_like(original)(process_model_response)
+
+
+def _record_unknown_tool(response: Any, exc: Exception) -> None:
+    """The tool call the SDK's "Tool NAME not found in agent AGENT" names, found in the model's response."""
+    message = str(exc)
+    named = message[len("Tool ") : message.index(" not found in agent ")] if message.startswith("Tool ") else None
+    for item in getattr(response, "output", None) or ():
+        name = getattr(item, "name", None)
+        if (
+            isinstance(name, str)
+            and hasattr(item, "call_id")
+            and (named is None or named == name or named.endswith("." + name))
+        ):
+            arguments = _arguments(getattr(item, "arguments", None) or getattr(item, "input", None))
+            rejected_tool_call(FRAMEWORK, named or name, arguments, exc, item.call_id)
+            return
+    rejected_tool_call(FRAMEWORK, named or "unknown tool", None, exc)
+
+
+def _noting_tools_not_found(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    """Where the SDK answers a call of a tool the agent does not have with a message (``return_error_to_model``)."""
+
+    async def _build_tool_not_found_output_items(*args: Any, **kwargs: Any) -> Any:
+        items = await original(*args, **kwargs)
+        if integration.active:
+            with guarded(FRAMEWORK, "recording calls of unknown tools"):
+                for call, item in zip(kwargs.get("calls") or (), items, strict=False):
+                    raw = call.tool_call
+                    arguments = _arguments(getattr(raw, "arguments", None))
+                    rejected_tool_call(FRAMEWORK, str(call.tool_name), arguments, str(item.output), raw.call_id)
+        return items
+
+    return wraps_like(original)(_build_tool_not_found_output_items)
 
 
 # --- model requests ----------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ patched ``iter`` adds it to each run of an agent built before. Its hooks record
 - each tool execution (``wrap_tool_execute``: ``@agent.tool``, ``@agent.tool_plain``, any
   toolset) as a ``tool`` call with its arguments, result, ``tool_call_id`` and, for a retried
   tool, ``retry``; a tool call whose arguments failed validation as a ``tool`` call that ended
-  in error with ``executed: false`` (``wrap_tool_validate``);
+  in error with ``executed: false`` (``wrap_tool_validate``), and a call of a tool that does not
+  exist (or is not available yet), which no hook sees, as a ``tool`` call that ended in error
+  (``ToolManager.validate_tool_call``, patched);
 - each output function (``wrap_output_process``) as a ``tool`` call with ``output_function: true``.
 
 The run's call is current around ``iter``'s block, so the session is visible in everything
@@ -62,6 +64,7 @@ from openprogram._kit import (
     open_call,
     records_itself,
     register_control_flow,
+    rejected_tool_call,
     reply,
     run_blocking,
     run_session,
@@ -100,6 +103,7 @@ class PydanticAIIntegration(Integration):
             Target("pydantic_ai.agent:Agent", "__init__", _wrap_init),
             Target("pydantic_ai.agent:Agent", "override", _wrap_override),
             Target("pydantic_ai.agent:Agent", "iter", _wrap_iter),
+            Target("pydantic_ai.tool_manager:ToolManager", "validate_tool_call", _wrap_validate_tool_call),
         ]
         if "streaming" not in {field.name for field in dataclasses.fields(ModelRequestContext)}:
             # Before 2.14 the hooks are not told that a request is streamed: its node's stream() is.
@@ -623,6 +627,36 @@ def _record_invalid(ctx: Any, call: Any, args: Any, exc: Exception) -> None:
         invalid = LaterCall.begin("tool", str(call.tool_name), FRAMEWORK, arguments, attributes)
         if invalid is not None:
             invalid.end(exc)
+
+
+def _wrap_validate_tool_call(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    # Pydantic AI refuses a call of a tool it does not know (or not yet available) before any hook
+    # runs, and tells the model (or, unwrapped, raises): recorded here, as a failed tool call.
+    async def validate_tool_call(self: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            validated = await original(self, call, *args, **kwargs)
+        except Exception as exc:
+            if integration.active and _unknown_tool(self, call):
+                _record_refused(call, exc)
+            raise
+        if integration.active:
+            with guarded(FRAMEWORK, "reading a validated tool call"):
+                if validated.tool is None and not validated.args_valid and validated.validation_error is not None:
+                    _record_refused(call, validated.validation_error)
+        return validated
+
+    return wraps_like(original)(validate_tool_call)
+
+
+def _unknown_tool(manager: Any, call: Any) -> bool:
+    tools = getattr(manager, "tools", None)
+    return isinstance(tools, dict) and getattr(call, "tool_name", None) not in tools
+
+
+def _record_refused(call: Any, exc: BaseException) -> None:
+    with guarded(FRAMEWORK, "recording a call of an unknown tool"):
+        arguments = tool_call(None, None, call.args)["arguments"]  # JSON text decoded when it is JSON
+        rejected_tool_call(FRAMEWORK, str(call.tool_name), arguments, exc, call.tool_call_id)
 
 
 def _self_recording(ctx: Any, call: Any) -> list[tuple[frozenset[str], frozenset[str]]] | None:

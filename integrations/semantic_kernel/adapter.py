@@ -20,6 +20,8 @@ was running when it started. The hooks (the table in :meth:`SemanticKernelIntegr
 - ``ChatCompletionAgent`` (``get_response``, ``invoke``, ``invoke_stream``),
   ``AgentGroupChat`` and orchestrations (``OrchestrationBase.invoke``, ended when
   its result is) record ``agent`` / ``call`` calls.
+- ``Kernel.invoke_function_call``: a model's call SK refuses (no such function, arguments it
+  rejects) is a ``tool`` call ending ``error``, with what SK told the model as its error.
 - ``InProcessRuntime``: each send/publish envelope keeps a snapshot of the
   sender's context (:func:`openprogram.propagate`) and the handler runs in it,
   so a message is handled in the session that sent it — also when sessions
@@ -54,7 +56,9 @@ from openprogram._kit import (
     log_once,
     open_call,
     recorded,
+    rejected_tool_call,
     steps_under_call,
+    tool_call,
     wraps_like,
 )
 
@@ -90,6 +94,7 @@ class SemanticKernelIntegration(Integration):
             ),
             Target(_CHAT, "get_streaming_chat_message_contents", _wrap_streaming_chat_request),
             Target(_KERNEL, "invoke_stream", _wrap_kernel_stream),
+            Target(_KERNEL, "invoke_function_call", _wrap_invoke_function_call),
             Target(_KERNEL, "invoke_prompt", _wrap_invoke_prompt),
             Target(_KERNEL, "invoke_prompt_stream", _wrap_prompt_stream),
             Target(_AGENT, "get_response", recorded("agent", _describe_agent, output=_response_text)),
@@ -190,6 +195,9 @@ def _wrap_call_stack(original: Callable[..., Any], integration: Integration) -> 
         if filter_type == function_type:
             return partial(_function_filter, stack)
         if filter_type == auto_type:
+            reached = _function_call_reached.get()
+            if reached is not None:
+                reached[0] = True
             return partial(_auto_function_filter, stack)
         prompt = _pending_prompt.get()
         if filter_type == render_type and prompt is not None and not prompt.rendered:
@@ -286,6 +294,51 @@ async def _auto_function_filter(next: Callable[[Any], Awaitable[None]], context:
     finally:
         if token is not None:
             _auto_call.reset(token)
+
+
+# --- a model's tool call SK refused ------------------------------------------------------------------
+
+# Set around ``Kernel.invoke_function_call``: whether it went on to build the call's auto-invocation
+# stack, which it does for every call it accepts (its early returns are its refusals).
+_function_call_reached: ContextVar[list[bool] | None] = ContextVar("openprogram.sk.function_call_reached", default=None)
+
+
+def _wrap_invoke_function_call(original: Callable[..., Any], integration: Integration) -> Callable[..., Any]:
+    # SK answers a call of a function it does not have (or may not call), or with arguments it
+    # rejects, with a message to the model instead of a result, and goes on: no function runs.
+    async def invoke_function_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not integration.active:
+            return await original(self, *args, **kwargs)
+        reached = [False]
+        token = _function_call_reached.set(reached)
+        try:
+            result = await original(self, *args, **kwargs)
+        finally:
+            _function_call_reached.reset(token)
+        if not reached[0]:
+            function_call = args[0] if args else kwargs.get("function_call")
+            history = args[1] if len(args) > 1 else kwargs.get("chat_history")
+            _record_refused(function_call, history)
+        return result
+
+    return wraps_like(original)(invoke_function_call)
+
+
+def _record_refused(function_call: Any, history: Any) -> None:
+    with guarded(FRAMEWORK, "recording a function call it refused"):
+        plugin, function = function_call.plugin_name, function_call.function_name
+        name = f"{plugin}.{function}" if plugin and function else str(function or function_call.name)
+        arguments = tool_call(None, None, function_call.arguments)["arguments"]  # JSON text decoded
+        rejected_tool_call(FRAMEWORK, name, arguments, _answer_to(function_call, history), function_call.id)
+
+
+def _answer_to(function_call: Any, history: Any) -> str:
+    """What SK told the model instead of the function's result: the result it added for that call."""
+    for message in reversed(list(getattr(history, "messages", ()))[-16:]):
+        for item in getattr(message, "items", ()):
+            if getattr(item, "content_type", None) == "function_result" and item.id == function_call.id:
+                return str(item.result)
+    return f"Semantic Kernel did not call {function_call.name}"
 
 
 # --- prompts built on the fly (invoke_prompt) ------------------------------------------------------

@@ -45,7 +45,7 @@ def record_two_turns(store_url: str) -> str:
     return first.session_id
 
 
-def test_session_becomes_one_trace_per_turn_with_parent_links_and_the_error(
+def test_session_becomes_one_trace_per_turn_with_parent_links_and_the_error_with_its_stack(
     store_url: str, receiver: Receiver, export_cli: Callable[..., CliRun]
 ) -> None:
     session_id = record_two_turns(store_url)
@@ -81,9 +81,17 @@ def test_session_becomes_one_trace_per_turn_with_parent_links_and_the_error(
     (failed,) = [s for s in spans if s.status_code == 2]  # error
     assert failed.status_message == "LookupError: no such city: Atlantis"
     assert failed.attributes["openprogram.call.id"] == next(c.call_id for c in recorded if c.status == "error")
-    assert failed.events == [
-        ("exception", {"exception.type": "LookupError", "exception.message": "no such city: Atlantis"})
-    ]
+    ((event, failure),) = failed.events
+    stack = failure.pop("exception.stacktrace")
+    assert (event, failure) == (
+        "exception",
+        {"exception.type": "LookupError", "exception.message": "no such city: Atlantis"},
+    )
+    # the stack the call kept, as Python prints it: where it was raised, then the exception
+    assert stack.startswith("Traceback (most recent call last):\n") and ", in lookup\n" in stack
+    assert '    raise LookupError(f"no such city: {city}")\n' in stack
+    assert stack.endswith("LookupError: no such city: Atlantis\n")
+    assert "openprogram.attributes.traceback" not in failed.attributes  # sent once, in the event
     assert failed.attributes["error.type"] == "LookupError"
     assert {s.status_code for s in spans if s is not failed} == {1}  # ok
 

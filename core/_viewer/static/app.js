@@ -965,7 +965,18 @@
       }
       const sections = [head];
       const section = (title, cls, ...content) => el("section", { class: "section " + (cls || "") }, el("h3", { text: title }), content);
-      if (call.error) sections.push(section("Error", "error-section", el("pre", { class: "error-text", text: call.error })));
+      // A failed call's traceback (attributes.traceback): under its error, open, folded with a click.
+      const stack = isObject(call.attributes) && typeof call.attributes.traceback === "string" ? call.attributes.traceback : null;
+      let attributes = call.attributes;
+      if (stack !== null) {
+        attributes = Object.fromEntries(Object.entries(attributes).filter(([key]) => key !== "traceback"));
+        if (!Object.keys(attributes).length) attributes = null;
+      }
+      if (call.error || stack !== null) {
+        sections.push(section("Error", "error-section", call.error ? el("pre", { class: "error-text", text: call.error }) : null,
+          stack === null ? null : el("details", { class: "traceback", id: "traceback", open: true },
+            el("summary", { text: "Traceback" }), el("pre", { class: "traceback-text", text: stack }))));
+      }
       const none = (what) => el("p", { class: "not-captured", text: `No ${what} recorded (content capture may be off).` });
       const noOutput = { error: "No output: the call raised an error instead of returning.",
         running: "No output yet: the call is still running.", interrupted: "No output: the call was interrupted." };
@@ -982,7 +993,7 @@
         output = messageView(call.output, call.output.finish_reason ? "finish: " + call.output.finish_reason : null);
       } else output = capturedView(call.output);
       sections.push(section("Output", "output", output));
-      if (call.attributes !== null && call.attributes !== undefined) sections.push(section("Attributes", "attributes", jsonView(call.attributes)));
+      if (attributes !== null && attributes !== undefined) sections.push(section("Attributes", "attributes", jsonView(attributes)));
       return sections;
     }
 
