@@ -31,3 +31,16 @@ def attributes(record: openprogram.CallRecord) -> dict[str, Any]:
     found = dict(getattr(record, "attributes", None) or {})
     found.pop("traceback", None)
     return found
+
+
+def tree(records: list[openprogram.CallRecord]) -> list[tuple[int, str, str]]:
+    """(depth, kind, name) of every call, in start order: the call tree as ``openprogram show`` prints it."""
+    index = {r.call_id: r for r in records}
+    shown = []
+    for rec in records:
+        depth, parent = 0, index.get(rec.parent_id) if rec.parent_id else None
+        while parent is not None:
+            depth += 1
+            parent = index.get(parent.parent_id) if parent.parent_id else None
+        shown.append((depth, rec.kind, rec.name))
+    return shown

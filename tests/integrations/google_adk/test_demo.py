@@ -7,8 +7,7 @@ import pytest
 from openprogram.integrations.google_adk.demo import run_demo
 from openprogram.stores import Store
 
-from tests.integrations.google_adk.helpers import tree
-from tests.support import calls
+from tests.support import calls, tree
 
 
 @pytest.mark.usefixtures("instrumented")

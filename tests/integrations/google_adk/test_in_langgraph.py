@@ -15,8 +15,8 @@ from langgraph.graph import END, START, StateGraph  # the nox session installs i
 from openprogram.integrations.google_adk.fakes import ScriptedLlm
 from openprogram.stores import Store
 
-from tests.integrations.google_adk.helpers import ask, tree, user
-from tests.support import calls, one
+from tests.integrations.google_adk.helpers import ask, user
+from tests.support import calls, one, tree
 
 
 class State(TypedDict):

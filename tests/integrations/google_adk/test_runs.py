@@ -19,8 +19,8 @@ from openprogram.integrations.google_adk import last_run_session_id
 from openprogram.integrations.google_adk.fakes import ScriptedLlm
 from openprogram.stores import Store
 
-from tests.integrations.google_adk.helpers import ask, tree, user
-from tests.support import attributes, by_kind, calls, one
+from tests.integrations.google_adk.helpers import ask, user
+from tests.support import attributes, by_kind, calls, one, tree
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 

@@ -13,8 +13,8 @@ from google.adk.tools import FunctionTool, ToolContext
 from openprogram.integrations.google_adk.fakes import ScriptedLlm
 from openprogram.stores import Store
 
-from tests.integrations.google_adk.helpers import ask, tree
-from tests.support import calls, one
+from tests.integrations.google_adk.helpers import ask
+from tests.support import calls, one, tree
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 

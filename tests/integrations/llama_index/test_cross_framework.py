@@ -14,8 +14,8 @@ from llama_index.core.tools import FunctionTool
 from openprogram.integrations.llama_index.fakes import scripted_llm
 from openprogram.stores import Store
 
-from tests.integrations.llama_index.helpers import tree, without_steps
-from tests.support import calls
+from tests.integrations.llama_index.helpers import without_steps
+from tests.support import calls, tree
 
 
 class State(TypedDict):

@@ -7,8 +7,8 @@ import pytest
 from openprogram.integrations.llama_index.demo import run_demo
 from openprogram.stores import Store
 
-from tests.integrations.llama_index.helpers import tree, without_steps
-from tests.support import calls
+from tests.integrations.llama_index.helpers import without_steps
+from tests.support import calls, tree
 
 
 @pytest.mark.usefixtures("instrumented")

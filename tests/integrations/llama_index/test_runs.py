@@ -15,8 +15,8 @@ from openprogram.stores import Store
 from workflows import Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
-from tests.integrations.llama_index.helpers import tree, without_steps
-from tests.support import attributes, by_kind, calls, one
+from tests.integrations.llama_index.helpers import without_steps
+from tests.support import attributes, by_kind, calls, one, tree
 
 
 def forecast(city: str) -> str:

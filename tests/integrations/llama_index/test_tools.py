@@ -14,8 +14,8 @@ from openprogram.integrations.llama_index.fakes import scripted_llm
 from openprogram.stores import Store
 from workflows import Context
 
-from tests.integrations.llama_index.helpers import tree, without_steps
-from tests.support import by_kind, calls, one
+from tests.integrations.llama_index.helpers import without_steps
+from tests.support import by_kind, calls, one, tree
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 

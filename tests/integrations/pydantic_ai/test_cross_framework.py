@@ -14,8 +14,7 @@ from openprogram.stores import Store
 from pydantic_ai import Agent
 
 from tests.integrations.pydantic_ai.fakes import scripted
-from tests.integrations.pydantic_ai.helpers import tree
-from tests.support import calls, one
+from tests.support import calls, one, tree
 
 
 class State(TypedDict):

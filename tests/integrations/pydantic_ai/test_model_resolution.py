@@ -21,8 +21,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.integrations.pydantic_ai.fakes import scripted
-from tests.integrations.pydantic_ai.helpers import tree
-from tests.support import calls
+from tests.support import calls, tree
 
 needs_model_hooks = pytest.mark.skipif(
     not hasattr(AbstractCapability, "resolve_model_id"), reason="this Pydantic AI has no model-choosing capabilities"

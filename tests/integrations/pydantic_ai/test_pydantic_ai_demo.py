@@ -7,8 +7,7 @@ import pytest
 from openprogram.integrations.pydantic_ai.demo import run_demo
 from openprogram.stores import Store
 
-from tests.integrations.pydantic_ai.helpers import tree
-from tests.support import calls
+from tests.support import calls, tree
 
 
 @pytest.mark.usefixtures("instrumented")

@@ -20,8 +20,8 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models.test import TestModel
 
 from tests.integrations.pydantic_ai.fakes import MODEL, failing, scripted
-from tests.integrations.pydantic_ai.helpers import parent_of, tree
-from tests.support import attributes, by_kind, calls, one
+from tests.integrations.pydantic_ai.helpers import parent_of
+from tests.support import attributes, by_kind, calls, one, tree
 
 
 class Clock:

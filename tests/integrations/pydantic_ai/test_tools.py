@@ -16,8 +16,8 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from tests.integrations.pydantic_ai.fakes import scripted
-from tests.integrations.pydantic_ai.helpers import parent_of, tree
-from tests.support import attributes, by_kind, calls, one
+from tests.integrations.pydantic_ai.helpers import parent_of
+from tests.support import attributes, by_kind, calls, one, tree
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 
