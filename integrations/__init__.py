@@ -27,7 +27,6 @@ ALIASES: dict[str, str] = {
     "openai-agents": "agents",
     "llama-index": "llama_index",
     "google-adk": "google_adk",
-    "langchain_core": "langchain",  # its import name
     "langchain-core": "langchain",  # its distribution
 }
 #: framework name -> module with ``run_demo(emit)`` (and an optional ``prepare()``), for ``openprogram demo``

@@ -402,17 +402,3 @@ def test_the_no_session_warning_is_a_few_readable_lines(isolated_home: Path) -> 
     assert "ran with no session open" in said[0] and "openprogram show " in done.stderr
     assert "session_context" in done.stderr and "configure(no_session=" in done.stderr
     assert len(said) >= 3 and max(map(len, said)) <= 130, said
-
-
-def test_the_postgresql_connection_error_reads_as_sentences() -> None:
-    code, _, err = cli("--store", "postgresql://agent:pw@127.0.0.1:1/app", "sessions")
-    assert code == 1
-    assert "Connection refused. Is the server running" in err, err
-    assert "agent:pw" not in err
-
-
-def test_a_one_letter_password_is_masked_where_it_stands_not_inside_every_word() -> None:
-    code, _, err = cli("--store", "postgresql://agent:p@127.0.0.1:1/app", "sessions")
-    assert code == 1
-    assert "accepting TCP/IP connections" in err and "schema openprogram" in err, err
-    assert ":p@" not in err

@@ -139,5 +139,5 @@ def test_an_unknown_framework_name_is_a_usage_error(tmp_path: Path) -> None:
     store_path = tmp_path / "none.db"
     result = _demo(store_path, "langgraph", "langgrpah")
     assert result.returncode == 2 and result.stdout == ""
-    assert "unknown framework 'langgrpah' (choose from: plain, langgraph, crewai," in result.stderr
+    assert "unknown framework 'langgrpah' (choose from: plain, langgraph, langchain, crewai," in result.stderr
     assert not store_path.exists()  # nothing ran

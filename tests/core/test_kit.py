@@ -283,7 +283,7 @@ def test_a_too_old_or_missing_framework_is_refused_with_the_install_hint() -> No
     class Absent(ToyIntegration):
         distribution = "no-such-framework-anywhere"
 
-    with pytest.raises(openprogram.DidNotEnable, match=r"pip install 'openprogram\[toy\]'"):
+    with pytest.raises(openprogram.DidNotEnable, match=r"pip install -e '\.\[toy\]'"):
         Absent().arm()
 
 

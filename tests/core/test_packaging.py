@@ -82,9 +82,9 @@ def test_instrument_named_missing_framework_raises_with_the_install_hint() -> No
 
 @pytest.mark.skipif(_installed("semantic_kernel"), reason="semantic-kernel is installed")
 def test_extra_name_is_the_distribution_name() -> None:
-    with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[semantic-kernel\]"):
+    with pytest.raises(openprogram.DidNotEnable, match=r"\.\[semantic-kernel\]"):
         openprogram.instrument("semantic_kernel")
-    with pytest.raises(openprogram.DidNotEnable, match=r"openprogram\[semantic-kernel\]"):
+    with pytest.raises(openprogram.DidNotEnable, match=r"\.\[semantic-kernel\]"):
         openprogram.instrument("semantic-kernel")  # the distribution's spelling is accepted too
 
 

@@ -268,7 +268,7 @@ def test_instrumentation_errors_are_logged_never_raised(
 
 
 def test_missing_or_old_langgraph_is_reported_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    hint = r"; pip install 'openprogram\[langgraph\]'"
+    hint = r"; pip install -e '\.\[langgraph\]' in openprogram's checkout"
     with monkeypatch.context() as patched:
         # The floor is read from openprogram's extras metadata: raise it past the installed langgraph.
         patched.setattr(
