@@ -148,7 +148,10 @@ for _name in FRAMEWORKS:
 def reliability(session: nox.Session) -> None:
     """The fast subset of the load, fault and bad-input suite, with every framework and PostgreSQL."""
     # The frameworks' MCP clients: Pydantic AI's (FastMCP's client) and LangChain's.
-    session.install("-e", ".[all]", *TEST_DEPS, "pydantic-ai-slim[mcp]", "langchain-mcp-adapters>=0.1")
+    # langchain for create_agent in the LangGraph path.
+    session.install(
+        "-e", ".[all]", *TEST_DEPS, "pydantic-ai-slim[mcp]", "langchain-mcp-adapters>=0.1", "langchain>=1.0,<2"
+    )
     _pytest(session, "tests/reliability", "tests/integrations/cross", "tests/undo/test_undo_frameworks.py")
 
 

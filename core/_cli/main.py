@@ -286,6 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _typed_ids(args: argparse.Namespace) -> list[str]:
+    """The session ids (or starts of them) typed as the command's positional arguments."""
+    typed: str | list[str] | None = getattr(args, "session_id", None) or getattr(args, "session_ids", None)
+    return [typed] if isinstance(typed, str) else list(typed or ())
+
+
 def _missing_store_hint(store_url: str | None) -> str:
     if store_url is None and not os.environ.get("OPENPROGRAM_STORE"):
         return "nothing has been recorded in the default store yet: `openprogram demo` records a few sessions"
@@ -326,6 +332,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "ui": _cmd_ui,
     }
     try:
+        # A typed id that no session id could be is a usage error, whatever the store holds.
+        for typed in _typed_ids(args):
+            validate_session_id(typed)
         # An unusable store is an error before the command runs; so is a missing one for a command that reads.
         store = open_store(store_url, strict=True, existing=args.command in _READING)
         if args.command == "ui":
