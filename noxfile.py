@@ -211,6 +211,8 @@ class UpstreamSuite:
     deselect: tuple[str, ...] = ()
     # Requirements narrowing the release below the newest the extra allows (said why).
     narrow: tuple[str, ...] = ()
+    # In the default set (CI); a suite that is not runs with `nox -s upstream_more` (said why).
+    in_ci: bool = True
 
 
 UPSTREAM_SUITES = {
@@ -307,6 +309,9 @@ UPSTREAM_SUITES["mcp"] = UpstreamSuite(
     # SDK 1, the generation every framework's MCP client is on: SDK 2's suite loads a plugin of its uv workspace
     # (`-p examples`) that its sdist cannot install. SDK 2 is covered by the `mcp` session's own tests.
     narrow=("mcp<2",),
+    # Its local HTTP, SSE and WebSocket server tests failed by the dozen in whole-suite runs on this machine's CI
+    # (plain runs, twice) and pass when run alone: timing, which the comparison cannot judge. Run apart.
+    in_ci=False,
 )
 UPSTREAM_DIR = Path(__file__).parent / "tests" / "upstream"
 # A test of upstream's that hangs (rare, in either run) fails after this long instead of stalling CI: the thread
@@ -358,7 +363,7 @@ def _locked(session: nox.Session, source: Path) -> list[str]:
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("suite", list(UPSTREAM_SUITES))
+@nox.parametrize("suite", [name for name, spec in UPSTREAM_SUITES.items() if spec.in_ci])
 def upstream(session: nox.Session, suite: str) -> None:
     """A framework's own tests, plain and instrumented: a test passing only plain fails.
 
@@ -366,6 +371,17 @@ def upstream(session: nox.Session, suite: str) -> None:
 
     ``nox -s upstream -- ARGS`` passes ARGS to both pytest runs of each suite.
     """
+    _upstream(session, suite)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("suite", [name for name, spec in UPSTREAM_SUITES.items() if not spec.in_ci])
+def upstream_more(session: nox.Session, suite: str) -> None:
+    """The suites left out of the default set, run the same way (``nox -s upstream_more``)."""
+    _upstream(session, suite)
+
+
+def _upstream(session: nox.Session, suite: str) -> None:
     spec = UPSTREAM_SUITES[suite]
     session.install("-e", f".[{spec.extra}]", *spec.narrow)
     # The newest release the extra allows, as pip resolved it; the tests are that release's.
