@@ -93,9 +93,17 @@ def _cmd_show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_demo(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    if args.session is not None:
-        validate_session_id(args.session)
-    return run_demo(store, args.session, out, args.frameworks)
+    session_id = args.session
+    if session_id is not None:
+        validate_session_id(session_id)
+        if store.get_session(session_id) is None:
+            # The unique session it starts, as `show` takes it; a start no session has: a new session of that id.
+            found = [info.session_id for info in store.list_sessions() if info.session_id.startswith(session_id)]
+            if len(found) > 1:
+                find_session(store, session_id)  # raises, listing them
+            if found:
+                session_id = found[0]
+    return run_demo(store, session_id, out, args.frameworks)
 
 
 def _cmd_import(store: Store, args: argparse.Namespace, out: TextIO) -> int:

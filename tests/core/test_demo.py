@@ -141,3 +141,16 @@ def test_an_unknown_framework_name_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert "unknown framework 'langgrpah' (choose from: plain, langgraph, langchain, crewai," in result.stderr
     assert not store_path.exists()  # nothing ran
+
+
+def test_demo_session_takes_the_unique_start_of_an_id_as_show_does(tmp_path: Path) -> None:
+    store_path = tmp_path / "prefix.db"
+    assert _demo(store_path, "plain").returncode == 0
+    store = openprogram.open_store(store_path)
+    (session,) = store.list_sessions()
+    again = _demo(store_path, "--session", session.session_id[:6], "plain")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"continuing session {session.session_id}")
+    assert [s.session_id for s in store.list_sessions()] == [session.session_id]  # no session named by the start
+    fresh = _demo(store_path, "--session", "zz-new", "plain")  # a start no session has: a new session of that id
+    assert fresh.returncode == 0 and fresh.stdout.startswith("new session zz-new"), fresh.stdout
